@@ -1,0 +1,16 @@
+# Compiler policy shared by every target.
+#
+# -ffp-contract=off: the compiler never fuses a*b+c on its own. Code that wants a fused
+# multiply-add says so (std::fma or intrinsics), so results are the same bits whatever
+# instruction set the compiler targets: a case ID gives the same bytes on every machine.
+add_library(sdpa_options INTERFACE)
+target_compile_options(sdpa_options INTERFACE
+  -Wall -Wextra -Wno-unused-parameter -ffp-contract=off -fno-math-errno)
+target_include_directories(sdpa_options INTERFACE ${PROJECT_SOURCE_DIR})
+target_compile_definitions(sdpa_options INTERFACE
+  SDPA_CTS_VERSION="${PROJECT_VERSION}")
+if(SDPA_CTS_SANITIZE)
+  target_compile_options(sdpa_options INTERFACE
+    -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+  target_link_options(sdpa_options INTERFACE -fsanitize=address,undefined)
+endif()

@@ -1,0 +1,12 @@
+# Every third-party dependency is a Debian package (scripts/setup.sh installs them).
+find_package(OpenMP REQUIRED COMPONENTS CXX)
+find_package(CLI11 REQUIRED)
+find_package(nlohmann_json REQUIRED)
+find_package(HDF5 REQUIRED COMPONENTS C)
+find_package(Threads REQUIRED)
+if(SDPA_CTS_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+  find_package(rapidcheck REQUIRED)
+  include(GoogleTest)
+endif()
+find_package(benchmark QUIET)

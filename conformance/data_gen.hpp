@@ -1,0 +1,35 @@
+// Input data of a case: a pure function of its case ID (generator name + seed + shape).
+//
+// Every value comes from Philox4x32-10 with key = seed and counter = (element index,
+// tensor id), turned into a double with exact arithmetic only (no libm calls) and rounded
+// once into the element type: the same ID gives the same bytes on any machine, at any
+// thread count.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/case_id.hpp"
+#include "core/guarded_buffer.hpp"
+#include "reference/sdpa_reference.hpp"
+
+namespace sdpa {
+
+// Names of the data generators this build knows, e.g. "normal".
+const std::vector<std::string>& data_generator_names();
+
+// Guarded input buffers of a case, filled; gaps and margins keep the poison pattern.
+struct InputBuffers {
+  GuardedBuffer q;                    // Q view
+  GuardedBuffer k;                    // K view
+  GuardedBuffer v;                    // V view
+  std::optional<GuardedBuffer> mask;  // mask view when the problem has a mask tensor
+  reference::Inputs pointers() const; // element-0 pointers for the reference
+};
+
+// Allocates and fills the inputs. Throws std::invalid_argument naming the problem for an
+// invalid problem or an unknown generator.
+InputBuffers make_inputs(const Case& c);
+
+}  // namespace sdpa

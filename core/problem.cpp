@@ -1,0 +1,172 @@
+#include "core/problem.hpp"
+
+#include <cmath>
+#include <limits>
+
+namespace sdpa {
+
+double effective_scale(const Problem& p) {
+  if (p.scale) return *p.scale;
+  return p.head_dim_qk > 0 ? 1.0 / std::sqrt(static_cast<double>(p.head_dim_qk)) : 1.0;
+}
+
+std::int64_t seqlen_q(const Problem& p, std::int64_t b) {
+  return p.seqlens_q.empty() ? p.len_q : p.seqlens_q[static_cast<std::size_t>(b)];
+}
+
+std::int64_t seqlen_kv(const Problem& p, std::int64_t b) {
+  return p.seqlens_kv.empty() ? p.len_kv : p.seqlens_kv[static_cast<std::size_t>(b)];
+}
+
+namespace {
+
+std::vector<std::int64_t> prefix(const Problem& p, bool q_side) {
+  std::vector<std::int64_t> cu(static_cast<std::size_t>(p.batch) + 1, 0);
+  for (std::int64_t b = 0; b < p.batch; ++b) {
+    cu[b + 1] = cu[b] + (q_side ? seqlen_q(p, b) : seqlen_kv(p, b));
+  }
+  return cu;
+}
+
+StridedView make_view(const Problem& p, const TensorLayout& t, std::int64_t heads,
+                      std::int64_t rows, std::int64_t dim) {
+  StridedView v;
+  v.shape = {p.packed ? 1 : p.batch, heads, rows, dim};
+  v.stride = t.stride;
+  if (p.packed) v.stride[0] = 0;
+  return v;
+}
+
+bool finite(double x) { return std::isfinite(x); }
+
+}  // namespace
+
+std::vector<std::int64_t> cu_seqlens_q(const Problem& p) { return prefix(p, true); }
+std::vector<std::int64_t> cu_seqlens_kv(const Problem& p) { return prefix(p, false); }
+
+std::int64_t rows_q(const Problem& p) { return p.packed ? cu_seqlens_q(p).back() : p.len_q; }
+std::int64_t rows_kv(const Problem& p) { return p.packed ? cu_seqlens_kv(p).back() : p.len_kv; }
+
+StridedView q_view(const Problem& p) {
+  return make_view(p, p.q, p.heads_q, rows_q(p), p.head_dim_qk);
+}
+StridedView k_view(const Problem& p) {
+  return make_view(p, p.k, p.heads_kv, rows_kv(p), p.head_dim_qk);
+}
+StridedView v_view(const Problem& p) {
+  return make_view(p, p.v, p.heads_kv, rows_kv(p), p.head_dim_v);
+}
+StridedView o_view(const Problem& p) {
+  return make_view(p, p.o, p.heads_q, rows_q(p), p.head_dim_v);
+}
+
+StridedView mask_view(const Problem& p) {
+  StridedView v;
+  v.shape = {p.batch, p.heads_q, p.len_q, p.len_kv};
+  const std::uint8_t flags[4] = {kBroadcastB, kBroadcastH, kBroadcastL, kBroadcastS};
+  std::int64_t acc = 1;
+  for (int k = 3; k >= 0; --k) {
+    if (p.mask_broadcast & flags[k]) {
+      v.stride[k] = 0;
+    } else {
+      v.stride[k] = acc;
+      acc *= std::max<std::int64_t>(v.shape[k], 1);
+    }
+  }
+  return v;
+}
+
+void apply_layout(Problem& p, LayoutKind kind, std::int64_t gap, std::int64_t base_offset) {
+  auto set = [&](TensorLayout& t, std::int64_t heads, std::int64_t rows, std::int64_t dim) {
+    if (kind == LayoutKind::bhsd) {
+      const std::int64_t row = dim + gap;
+      t.stride = {heads * rows * row, rows * row, row, 1};
+    } else {
+      const std::int64_t row = heads * dim + gap;
+      t.stride = {rows * row, dim, row, 1};
+    }
+    if (p.packed) t.stride[0] = 0;
+    t.base_offset = base_offset;
+  };
+  const std::int64_t rq = rows_q(p), rk = rows_kv(p);
+  set(p.q, p.heads_q, rq, p.head_dim_qk);
+  set(p.k, p.heads_kv, rk, p.head_dim_qk);
+  set(p.v, p.heads_kv, rk, p.head_dim_v);
+  set(p.o, p.heads_q, rq, p.head_dim_v);
+}
+
+std::string validate(const Problem& p) {
+  const struct {
+    const char* name;
+    std::int64_t value;
+  } dims[] = {{"b", p.batch},   {"hq", p.heads_q},      {"hkv", p.heads_kv},
+              {"l", p.len_q},   {"s", p.len_kv},        {"dqk", p.head_dim_qk},
+              {"dv", p.head_dim_v}};
+  for (const auto& d : dims) {
+    if (d.value < 0) return std::string(d.name) + ": negative size " + std::to_string(d.value);
+  }
+  if (p.heads_kv == 0 && p.heads_q > 0) return "hkv: must be > 0 when hq > 0";
+  if (p.heads_kv > 0 && p.heads_q % p.heads_kv != 0) {
+    return "hkv: hq (" + std::to_string(p.heads_q) + ") is not a multiple of hkv (" +
+           std::to_string(p.heads_kv) + ")";
+  }
+  if (!finite(p.softcap) || p.softcap < 0) return "softcap: must be finite and >= 0";
+  if (p.scale && !finite(*p.scale)) return "scale: must be finite";
+  if (!finite(p.dropout_p) || p.dropout_p < 0 || p.dropout_p >= 1) {
+    return "p: dropout probability must be in [0, 1)";
+  }
+  if (p.mask == MaskKind::none && p.mask_broadcast != 0) {
+    return "mbc: broadcast dimensions given without a mask tensor";
+  }
+  if (p.mask_broadcast > 15) return "mbc: unknown broadcast flags";
+  const auto check_lens = [&](const std::vector<std::int64_t>& lens, std::int64_t max,
+                              const char* name, const char* max_name) -> std::string {
+    if (lens.empty()) return "";
+    if (static_cast<std::int64_t>(lens.size()) != p.batch) {
+      return std::string(name) + ": " + std::to_string(lens.size()) +
+             " lengths given for batch " + std::to_string(p.batch);
+    }
+    for (std::size_t b = 0; b < lens.size(); ++b) {
+      if (lens[b] < 0 || lens[b] > max) {
+        return std::string(name) + ": length " + std::to_string(lens[b]) + " of batch element " +
+               std::to_string(b) + " is outside [0, " + max_name + "=" + std::to_string(max) + "]";
+      }
+    }
+    return "";
+  };
+  if (auto r = check_lens(p.seqlens_q, p.len_q, "qlen", "l"); !r.empty()) return r;
+  if (auto r = check_lens(p.seqlens_kv, p.len_kv, "kvlen", "s"); !r.empty()) return r;
+  if (p.packed) {
+    if (p.mask != MaskKind::none) return "mask: a mask tensor cannot be combined with packed rows";
+    const std::int64_t int32_max = std::numeric_limits<std::int32_t>::max();
+    // Every product below stays far from int64 overflow: each factor is checked first.
+    if (p.batch > int32_max) return "packed: batch too large for int32 cu_seqlens";
+    if (p.len_q > int32_max || p.len_kv > int32_max) {
+      return "packed: lengths too large for int32 cu_seqlens";
+    }
+    if (rows_q(p) > int32_max) return "packed: total query rows overflow int32 cu_seqlens";
+    if (rows_kv(p) > int32_max) return "packed: total key rows overflow int32 cu_seqlens";
+  }
+  const struct {
+    const char* name;
+    const TensorLayout* layout;
+    StridedView (*view)(const Problem&);
+  } tensors[] = {{"q", &p.q, q_view}, {"k", &p.k, k_view}, {"v", &p.v, v_view}, {"o", &p.o, o_view}};
+  for (const auto& t : tensors) {
+    if (t.layout->base_offset < 0) return std::string(t.name) + ": negative base offset";
+    if (auto r = validate_view(t.view(p), t.name); !r.empty()) return r;
+  }
+  if (auto r = validate_no_self_overlap(o_view(p), "o"); !r.empty()) return r;
+  if (p.mask != MaskKind::none) {
+    if (auto r = validate_view(mask_view(p), "mask"); !r.empty()) return r;
+  }
+  // Output-side tensors the harness allocates contiguously must be addressable too.
+  std::int64_t n;
+  if (__builtin_mul_overflow(p.batch, p.heads_q, &n) || __builtin_mul_overflow(n, p.len_q, &n) ||
+      __builtin_mul_overflow(n, p.len_kv, &n) || n > std::numeric_limits<std::int64_t>::max() / 8) {
+    return "weights: [B, Hq, L, S] element count overflows int64";
+  }
+  return "";
+}
+
+}  // namespace sdpa
