@@ -5,7 +5,7 @@
 # instruction set the compiler targets: a case ID gives the same bytes on every machine.
 add_library(sdpa_options INTERFACE)
 target_compile_options(sdpa_options INTERFACE
-  -Wall -Wextra -Wno-unused-parameter -ffp-contract=off -fno-math-errno)
+  -Wall -Wextra -Wno-unused-parameter -Wno-psabi -ffp-contract=off -fno-math-errno)
 target_include_directories(sdpa_options INTERFACE ${PROJECT_SOURCE_DIR})
 target_compile_definitions(sdpa_options INTERFACE
   SDPA_CTS_VERSION="${PROJECT_VERSION}")

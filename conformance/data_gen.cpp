@@ -26,7 +26,9 @@ double approx_normal(const PhiloxCounter& w) {
 }
 
 double gen_normal(const PhiloxCounter& w, const PhiloxCounter&) { return approx_normal(w); }
-double gen_uniform(const PhiloxCounter& w, const PhiloxCounter&) { return 2.0 * uniform01(w[0]) - 1.0; }
+double gen_uniform(const PhiloxCounter& w, const PhiloxCounter&) {
+  return 2.0 * uniform01(w[0]) - 1.0;
+}
 double gen_int(const PhiloxCounter& w, const PhiloxCounter&) {
   return static_cast<double>(w[0] % 5u) - 2.0;  // {-2, ..., 2}: products and sums exact
 }
@@ -91,8 +93,8 @@ GuardedBuffer make_mask(const Problem& p, const Generator& g, std::uint64_t seed
   for_each_element(full, [&](std::uint64_t, std::int64_t off) {
     const PhiloxCounter w = draw(seed, TensorId::mask, static_cast<std::uint64_t>(off), 0);
     const PhiloxCounter w2 = draw(seed, TensorId::mask, static_cast<std::uint64_t>(off), 1);
-    const double x = (w2[1] & 7u) == 0 ? -std::numeric_limits<double>::infinity()
-                                       : 2.0 * g.value(w, w2);
+    const double x =
+        (w2[1] & 7u) == 0 ? -std::numeric_limits<double>::infinity() : 2.0 * g.value(w, w2);
     store_from_double(p.dtype, buf.data(), off, x);
   });
   return buf;
@@ -120,8 +122,8 @@ InputBuffers make_inputs(const Case& c) {
   if (!g) {
     std::string known;
     for (const auto& n : data_generator_names()) known += (known.empty() ? "" : ", ") + n;
-    throw std::invalid_argument("case ID field 'gen': unknown data generator '" +
-                                c.data.generator + "' (known: " + known + ")");
+    throw std::invalid_argument("case ID field 'gen': unknown data generator '" + c.data.generator +
+                                "' (known: " + known + ")");
   }
   const std::uint64_t seed = c.data.seed;
   InputBuffers in{make_tensor("q", p, q_view(p), p.q.base_offset, TensorId::q, *g, seed),

@@ -21,11 +21,11 @@ const std::vector<std::string>& data_generator_names();
 
 // Guarded input buffers of a case, filled; gaps and margins keep the poison pattern.
 struct InputBuffers {
-  GuardedBuffer q;                    // Q view
-  GuardedBuffer k;                    // K view
-  GuardedBuffer v;                    // V view
-  std::optional<GuardedBuffer> mask;  // mask view when the problem has a mask tensor
-  reference::Inputs pointers() const; // element-0 pointers for the reference
+  GuardedBuffer q;                     // Q view
+  GuardedBuffer k;                     // K view
+  GuardedBuffer v;                     // V view
+  std::optional<GuardedBuffer> mask;   // mask view when the problem has a mask tensor
+  reference::Inputs pointers() const;  // element-0 pointers for the reference
 };
 
 // Allocates and fills the inputs. Throws std::invalid_argument naming the problem for an

@@ -35,7 +35,8 @@ bool same_layout(const TensorLayout& a, const TensorLayout& b) {
 }
 
 bool matches_named(const Problem& p, LayoutKind kind, std::int64_t* gap) {
-  const std::int64_t row_width = kind == LayoutKind::bhsd ? p.head_dim_qk : p.heads_q * p.head_dim_qk;
+  const std::int64_t row_width =
+      kind == LayoutKind::bhsd ? p.head_dim_qk : p.heads_q * p.head_dim_qk;
   *gap = p.q.stride[2] - row_width;
   if (*gap < 0) return false;
   Problem t = p;
@@ -63,9 +64,11 @@ struct ParseFailure {
 std::int64_t parse_int(const std::string& field, std::string_view s, bool allow_negative) {
   std::int64_t v = 0;
   if (s.empty()) fail(field, "missing number");
-  if (!allow_negative && s[0] == '-') fail(field, "must not be negative, got '" + std::string(s) + "'");
+  if (!allow_negative && s[0] == '-')
+    fail(field, "must not be negative, got '" + std::string(s) + "'");
   auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (r.ec == std::errc::result_out_of_range) fail(field, "number out of range '" + std::string(s) + "'");
+  if (r.ec == std::errc::result_out_of_range)
+    fail(field, "number out of range '" + std::string(s) + "'");
   if (r.ec != std::errc() || r.ptr != s.data() + s.size()) {
     fail(field, "expected an integer, got '" + std::string(s) + "'");
   }
@@ -74,9 +77,11 @@ std::int64_t parse_int(const std::string& field, std::string_view s, bool allow_
 
 std::uint64_t parse_uint(const std::string& field, std::string_view s) {
   std::uint64_t v = 0;
-  if (s.empty() || s[0] == '-' || s[0] == '+') fail(field, "expected an unsigned integer, got '" + std::string(s) + "'");
+  if (s.empty() || s[0] == '-' || s[0] == '+')
+    fail(field, "expected an unsigned integer, got '" + std::string(s) + "'");
   auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (r.ec == std::errc::result_out_of_range) fail(field, "number out of range '" + std::string(s) + "'");
+  if (r.ec == std::errc::result_out_of_range)
+    fail(field, "number out of range '" + std::string(s) + "'");
   if (r.ec != std::errc() || r.ptr != s.data() + s.size()) {
     fail(field, "expected an unsigned integer, got '" + std::string(s) + "'");
   }
@@ -119,7 +124,8 @@ std::vector<std::int64_t> parse_int_list(const std::string& field, std::string_v
 
 TensorLayout parse_explicit_layout(const std::string& field, std::string_view s) {
   auto parts = split(s, '_');
-  if (parts.size() != 5) fail(field, "expected 5 values s0_s1_s2_s3_offset, got '" + std::string(s) + "'");
+  if (parts.size() != 5)
+    fail(field, "expected 5 values s0_s1_s2_s3_offset, got '" + std::string(s) + "'");
   TensorLayout t;
   for (int k = 0; k < 4; ++k) t.stride[k] = parse_int(field, parts[k], false);
   t.base_offset = parse_int(field, parts[4], false);
@@ -170,8 +176,8 @@ Case parse(std::string_view id) {
     if (!seen.insert(key).second) fail(key, "given twice");
 
     static const std::set<std::string> flags = {"packed", "lse", "attnw"};
-    static const std::set<std::string> numeric = {"b", "hq", "hkv", "l", "s", "dqk", "dv",
-                                                  "p", "dseed", "doff", "seed"};
+    static const std::set<std::string> numeric = {"b",  "hq", "hkv",   "l",    "s",   "dqk",
+                                                  "dv", "p",  "dseed", "doff", "seed"};
     const bool has_eq = tok.find('=') != std::string::npos;
     if (flags.count(key)) {
       if (!value.empty() || has_eq) fail(key, "is a flag and takes no value");
@@ -181,56 +187,87 @@ Case parse(std::string_view id) {
       fail(key, "unknown field '" + tok + "'");
     }
 
-    if (key == "b") p.batch = parse_int(key, value, false);
-    else if (key == "hq") p.heads_q = parse_int(key, value, false);
-    else if (key == "hkv") p.heads_kv = parse_int(key, value, false);
-    else if (key == "l") p.len_q = parse_int(key, value, false);
-    else if (key == "s") p.len_kv = parse_int(key, value, false);
-    else if (key == "dqk") p.head_dim_qk = parse_int(key, value, false);
-    else if (key == "dv") p.head_dim_v = parse_int(key, value, false);
-    else if (key == "dtype") { p.dtype = *parse_dtype(value); have_dtype = true; }
-    else if (key == "causal") {
-      p.causal = parse_align(key, value) == Align::top_left ? Causal::top_left : Causal::bottom_right;
+    if (key == "b")
+      p.batch = parse_int(key, value, false);
+    else if (key == "hq")
+      p.heads_q = parse_int(key, value, false);
+    else if (key == "hkv")
+      p.heads_kv = parse_int(key, value, false);
+    else if (key == "l")
+      p.len_q = parse_int(key, value, false);
+    else if (key == "s")
+      p.len_kv = parse_int(key, value, false);
+    else if (key == "dqk")
+      p.head_dim_qk = parse_int(key, value, false);
+    else if (key == "dv")
+      p.head_dim_v = parse_int(key, value, false);
+    else if (key == "dtype") {
+      p.dtype = *parse_dtype(value);
+      have_dtype = true;
+    } else if (key == "causal") {
+      p.causal =
+          parse_align(key, value) == Align::top_left ? Causal::top_left : Causal::bottom_right;
     } else if (key == "win") {
       auto parts = split(value, '_');
-      if (parts.size() != 3) fail(key, "expected left_right_align, e.g. win=4_0_br, got '" + value + "'");
+      if (parts.size() != 3)
+        fail(key, "expected left_right_align, e.g. win=4_0_br, got '" + value + "'");
       p.window.enabled = true;
       p.window.left = parse_int(key, parts[0], true);
       p.window.right = parse_int(key, parts[1], true);
       p.window.align = parse_align(key, parts[2]);
       if (p.window.left < -1 || p.window.right < -1) fail(key, "unbounded is written -1");
     } else if (key == "mask") {
-      if (value == "bool") p.mask = MaskKind::boolean;
-      else if (value == "add") p.mask = MaskKind::additive;
-      else fail(key, "expected 'bool' or 'add', got '" + value + "'");
+      if (value == "bool")
+        p.mask = MaskKind::boolean;
+      else if (value == "add")
+        p.mask = MaskKind::additive;
+      else
+        fail(key, "expected 'bool' or 'add', got '" + value + "'");
     } else if (key == "mbc") {
       const std::string dims = "bhls";
       for (char ch : value) {
         auto pos = dims.find(ch);
-        if (pos == std::string::npos) fail(key, "broadcast dimensions are letters of 'bhls', got '" + value + "'");
+        if (pos == std::string::npos)
+          fail(key, "broadcast dimensions are letters of 'bhls', got '" + value + "'");
         if (p.mask_broadcast & (1u << pos)) fail(key, "dimension repeated in '" + value + "'");
         p.mask_broadcast |= static_cast<std::uint8_t>(1u << pos);
       }
       if (value.empty()) fail(key, "empty broadcast list");
-    } else if (key == "qlen") p.seqlens_q = parse_int_list(key, value);
-    else if (key == "kvlen") p.seqlens_kv = parse_int_list(key, value);
-    else if (key == "packed") p.packed = true;
-    else if (key == "softcap") p.softcap = parse_real(key, value);
-    else if (key == "scale") p.scale = parse_real(key, value);
-    else if (key == "p") p.dropout_p = parse_real(key, value);
-    else if (key == "dseed") p.dropout_seed = parse_uint(key, value);
-    else if (key == "doff") p.dropout_offset = parse_uint(key, value);
+    } else if (key == "qlen")
+      p.seqlens_q = parse_int_list(key, value);
+    else if (key == "kvlen")
+      p.seqlens_kv = parse_int_list(key, value);
+    else if (key == "packed")
+      p.packed = true;
+    else if (key == "softcap")
+      p.softcap = parse_real(key, value);
+    else if (key == "scale")
+      p.scale = parse_real(key, value);
+    else if (key == "p")
+      p.dropout_p = parse_real(key, value);
+    else if (key == "dseed")
+      p.dropout_seed = parse_uint(key, value);
+    else if (key == "doff")
+      p.dropout_offset = parse_uint(key, value);
     else if (key == "lay") {
-      if (value == "bhsd") layout_kind = LayoutKind::bhsd;
-      else if (value == "bshd") layout_kind = LayoutKind::bshd;
-      else fail(key, "expected 'bhsd' or 'bshd', got '" + value + "'");
-    } else if (key == "gap") gap = parse_int(key, value, false);
-    else if (key == "off") offset = parse_int(key, value, false);
+      if (value == "bhsd")
+        layout_kind = LayoutKind::bhsd;
+      else if (value == "bshd")
+        layout_kind = LayoutKind::bshd;
+      else
+        fail(key, "expected 'bhsd' or 'bshd', got '" + value + "'");
+    } else if (key == "gap")
+      gap = parse_int(key, value, false);
+    else if (key == "off")
+      offset = parse_int(key, value, false);
     else if (key == "qst" || key == "kst" || key == "vst" || key == "ost") {
       explicit_layouts[key] = parse_explicit_layout(key, value);
-    } else if (key == "lse") p.want_lse = true;
-    else if (key == "attnw") p.want_weights = true;
-    else if (key == "seed") c.data.seed = parse_uint(key, value);
+    } else if (key == "lse")
+      p.want_lse = true;
+    else if (key == "attnw")
+      p.want_weights = true;
+    else if (key == "seed")
+      c.data.seed = parse_uint(key, value);
     else if (key == "gen") {
       if (value.empty()) fail(key, "empty generator name");
       for (char ch : value) {

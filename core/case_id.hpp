@@ -18,8 +18,8 @@ struct DataRecipe {
 
 // A problem plus its data: everything needed to reproduce a case bit for bit.
 struct Case {
-  Problem problem;    // the SDPA call
-  DataRecipe data;    // how its inputs are generated
+  Problem problem;  // the SDPA call
+  DataRecipe data;  // how its inputs are generated
 };
 
 // The canonical ID of a case. Strides are printed as a named layout when they match one,

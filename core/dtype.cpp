@@ -108,7 +108,8 @@ std::uint16_t double_to_half(double x) {
     // Subnormal range: quantum 2^-24. nearbyint uses the current rounding mode,
     // which is round-to-nearest-even by default; multiplication is exact.
     const double q = std::nearbyint(a * 16777216.0);
-    return static_cast<std::uint16_t>(sign | static_cast<std::uint16_t>(q));  // q==1024 -> min normal
+    return static_cast<std::uint16_t>(sign |
+                                      static_cast<std::uint16_t>(q));  // q==1024 -> min normal
   }
   int e;
   std::frexp(a, &e);  // a = f * 2^e, f in [0.5, 1)

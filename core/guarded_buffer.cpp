@@ -38,7 +38,8 @@ GuardedBuffer::GuardedBuffer(std::string name, std::size_t element_size, const S
   margin_bytes = (margin_bytes + 63) / 64 * 64;
   extent_ = view_extent(view);
   front_ = margin_bytes + static_cast<std::size_t>(base_offset) * element_size;
-  const std::size_t total = front_ + static_cast<std::size_t>(extent_) * element_size + margin_bytes;
+  const std::size_t total =
+      front_ + static_cast<std::size_t>(extent_) * element_size + margin_bytes;
   size_ = total;
   raw_.assign(total + 64, 0);
   align_pad_ = (64 - reinterpret_cast<std::uintptr_t>(raw_.data()) % 64) % 64;
@@ -81,9 +82,9 @@ GuardViolation GuardedBuffer::check() const {
                           : rel >= extent_ * static_cast<std::int64_t>(element_size_)
                               ? "after the view"
                               : "in a gap between view elements";
-      return {GuardViolation::Kind::out_of_bounds, rel,
-              name_ + ": byte " + std::to_string(rel) + " relative to element 0 was written " +
-                  where};
+      return {
+          GuardViolation::Kind::out_of_bounds, rel,
+          name_ + ": byte " + std::to_string(rel) + " relative to element 0 was written " + where};
     }
   }
   for (std::int64_t e = 0; e < extent_; ++e) {
@@ -104,8 +105,9 @@ GuardViolation GuardedBuffer::check_unchanged() const {
   for (std::size_t i = 0; i < size_; ++i) {
     if (bytes()[i] != snapshot_[i]) {
       const std::int64_t rel = static_cast<std::int64_t>(i) - static_cast<std::int64_t>(front_);
-      return {GuardViolation::Kind::modified_input, rel,
-              name_ + ": input byte " + std::to_string(rel) + " relative to element 0 was modified"};
+      return {
+          GuardViolation::Kind::modified_input, rel,
+          name_ + ": input byte " + std::to_string(rel) + " relative to element 0 was modified"};
     }
   }
   return {};

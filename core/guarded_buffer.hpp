@@ -20,9 +20,9 @@ namespace sdpa {
 
 struct GuardViolation {
   enum class Kind { none, unwritten, out_of_bounds, modified_input };
-  Kind kind = Kind::none;         // what went wrong
-  std::int64_t byte_offset = 0;   // offset from the view's element 0 (negative: before it)
-  std::string message;            // one sentence naming the tensor and the place
+  Kind kind = Kind::none;        // what went wrong
+  std::int64_t byte_offset = 0;  // offset from the view's element 0 (negative: before it)
+  std::string message;           // one sentence naming the tensor and the place
   explicit operator bool() const { return kind != Kind::none; }
 };
 
@@ -59,13 +59,13 @@ class GuardedBuffer {
   StridedView view_;
   std::size_t front_ = 0;  // bytes from the allocation start to element 0
   std::int64_t extent_ = 0;
-  std::vector<unsigned char> raw_;       // allocation; the guarded region starts 64-aligned in it
-  std::size_t align_pad_ = 0;            // bytes from raw_.data() to the 64-aligned start
-  std::size_t size_ = 0;                 // bytes of the guarded region
+  std::vector<unsigned char> raw_;  // allocation; the guarded region starts 64-aligned in it
+  std::size_t align_pad_ = 0;       // bytes from raw_.data() to the 64-aligned start
+  std::size_t size_ = 0;            // bytes of the guarded region
   unsigned char* bytes() { return raw_.data() + align_pad_; }
   const unsigned char* bytes() const { return raw_.data() + align_pad_; }
   std::vector<unsigned char> snapshot_;
-  std::vector<std::uint8_t> in_view_;    // 1 for element offsets [0, extent) the view covers
+  std::vector<std::uint8_t> in_view_;  // 1 for element offsets [0, extent) the view covers
 };
 
 // The poison bit pattern of one element of the given size, little-endian bytes.

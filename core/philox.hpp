@@ -23,8 +23,8 @@ std::uint32_t dropout_threshold(double p);
 //             counter words 0 (low half) and 1 (high half), words 2 and 3 zero,
 //   keep    = (first output word) >= threshold.
 // L and S are the logical (unpacked, maximum) lengths of the problem.
-bool dropout_keep(std::uint64_t seed, std::uint64_t offset, std::uint32_t threshold,
-                  std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j,
-                  std::int64_t heads_q, std::int64_t len_q, std::int64_t len_kv);
+bool dropout_keep(std::uint64_t seed, std::uint64_t offset, std::uint32_t threshold, std::int64_t b,
+                  std::int64_t h, std::int64_t i, std::int64_t j, std::int64_t heads_q,
+                  std::int64_t len_q, std::int64_t len_kv);
 
 }  // namespace sdpa

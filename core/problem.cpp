@@ -99,9 +99,8 @@ std::string validate(const Problem& p) {
   const struct {
     const char* name;
     std::int64_t value;
-  } dims[] = {{"b", p.batch},   {"hq", p.heads_q},      {"hkv", p.heads_kv},
-              {"l", p.len_q},   {"s", p.len_kv},        {"dqk", p.head_dim_qk},
-              {"dv", p.head_dim_v}};
+  } dims[] = {{"b", p.batch},  {"hq", p.heads_q},      {"hkv", p.heads_kv}, {"l", p.len_q},
+              {"s", p.len_kv}, {"dqk", p.head_dim_qk}, {"dv", p.head_dim_v}};
   for (const auto& d : dims) {
     if (d.value < 0) return std::string(d.name) + ": negative size " + std::to_string(d.value);
   }
@@ -123,8 +122,8 @@ std::string validate(const Problem& p) {
                               const char* name, const char* max_name) -> std::string {
     if (lens.empty()) return "";
     if (static_cast<std::int64_t>(lens.size()) != p.batch) {
-      return std::string(name) + ": " + std::to_string(lens.size()) +
-             " lengths given for batch " + std::to_string(p.batch);
+      return std::string(name) + ": " + std::to_string(lens.size()) + " lengths given for batch " +
+             std::to_string(p.batch);
     }
     for (std::size_t b = 0; b < lens.size(); ++b) {
       if (lens[b] < 0 || lens[b] > max) {
@@ -151,7 +150,8 @@ std::string validate(const Problem& p) {
     const char* name;
     const TensorLayout* layout;
     StridedView (*view)(const Problem&);
-  } tensors[] = {{"q", &p.q, q_view}, {"k", &p.k, k_view}, {"v", &p.v, v_view}, {"o", &p.o, o_view}};
+  } tensors[] = {
+      {"q", &p.q, q_view}, {"k", &p.k, k_view}, {"v", &p.v, v_view}, {"o", &p.o, o_view}};
   for (const auto& t : tensors) {
     if (t.layout->base_offset < 0) return std::string(t.name) + ": negative base offset";
     if (auto r = validate_view(t.view(p), t.name); !r.empty()) return r;

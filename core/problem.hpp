@@ -31,10 +31,10 @@ enum class Causal : std::uint8_t { none, top_left, bottom_right };
 // A sliding window: attend iff i + off - left <= j <= i + off + right; a negative bound
 // means unbounded on that side.
 struct Window {
-  bool enabled = false;            // false: no window restriction
-  std::int64_t left = -1;          // keys allowed before the diagonal, < 0 = unbounded
-  std::int64_t right = -1;         // keys allowed after the diagonal, < 0 = unbounded
-  Align align = Align::top_left;   // which diagonal `off` refers to
+  bool enabled = false;           // false: no window restriction
+  std::int64_t left = -1;         // keys allowed before the diagonal, < 0 = unbounded
+  std::int64_t right = -1;        // keys allowed after the diagonal, < 0 = unbounded
+  Align align = Align::top_left;  // which diagonal `off` refers to
 };
 
 // An explicit mask tensor of logical shape [B, Hq, L, S].
@@ -73,18 +73,18 @@ struct Problem {
   TensorLayout v;  // layout of V
   TensorLayout o;  // layout of O (must not overlap itself)
 
-  Causal causal = Causal::none;    // structural causal mask
-  Window window;                   // sliding window, ANDed with the other masks
-  MaskKind mask = MaskKind::none;  // explicit mask tensor
-  std::uint8_t mask_broadcast = 0; // MaskBroadcast flags; the mask is contiguous otherwise
+  Causal causal = Causal::none;     // structural causal mask
+  Window window;                    // sliding window, ANDed with the other masks
+  MaskKind mask = MaskKind::none;   // explicit mask tensor
+  std::uint8_t mask_broadcast = 0;  // MaskBroadcast flags; the mask is contiguous otherwise
 
   std::vector<std::int64_t> seqlens_q;   // L_b per batch element; empty = all L
   std::vector<std::int64_t> seqlens_kv;  // S_b per batch element; empty = all S
   bool packed = false;                   // rows packed back to back (cu_seqlens layout)
 
-  double softcap = 0;             // c > 0: s = c * tanh(s / c) before masks; 0 = off
-  std::optional<double> scale;    // logit scale; default 1 / sqrt(Dqk)
-  double dropout_p = 0;           // dropout probability in [0, 1)
+  double softcap = 0;                // c > 0: s = c * tanh(s / c) before masks; 0 = off
+  std::optional<double> scale;       // logit scale; default 1 / sqrt(Dqk)
+  double dropout_p = 0;              // dropout probability in [0, 1)
   std::uint64_t dropout_seed = 0;    // Philox key of the keep-mask
   std::uint64_t dropout_offset = 0;  // Philox counter offset of the keep-mask
 

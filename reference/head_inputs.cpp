@@ -64,7 +64,8 @@ HeadInputs gather_head(const Problem& p, const Inputs& in, std::int64_t b, std::
     for (std::int64_t j = 0; j < S; ++j) {
       std::uint8_t ok = structurally_allowed(p, i, j, L, S);
       if (p.mask != MaskKind::none) {
-        const std::int64_t mo = b * mv.stride[0] + h * mv.stride[1] + i * mv.stride[2] + j * mv.stride[3];
+        const std::int64_t mo =
+            b * mv.stride[0] + h * mv.stride[1] + i * mv.stride[2] + j * mv.stride[3];
         if (p.mask == MaskKind::boolean) {
           ok = ok && static_cast<const std::uint8_t*>(in.mask)[mo] != 0;
         } else {

@@ -24,7 +24,7 @@ struct HeadInputs {
   // Per (i, j) of the valid block: 1 if the structural masks and a bool mask allow the
   // key, and the additive bias (0 without one; -inf masks). [L_b][S_b].
   std::vector<std::uint8_t> allowed;
-  std::vector<double> bias;           // empty without an additive mask
+  std::vector<double> bias;  // empty without an additive mask
   // Dropout multiplier per (i, j): 0 when dropped, 1 when kept; empty without dropout.
   std::vector<std::uint8_t> kept;
 };
@@ -34,14 +34,14 @@ HeadInputs gather_head(const Problem& p, const Inputs& in, std::int64_t b, std::
 
 // Where slice (b, h) writes in the logical result arrays.
 struct HeadOutputs {
-  double* o;          // [L][Dv] (row stride Dv)
-  double* lse;        // [L]
-  double* weights;    // [L][S] or nullptr
-  double* mag_a;      // [L][Dv]
-  double* mag_c;      // [L][Dv]
-  double* mag_g;      // [L][Dv]
-  double* lse_mag_c;  // [L]
-  double* lse_mag_g;  // [L]
+  double* o;            // [L][Dv] (row stride Dv)
+  double* lse;          // [L]
+  double* weights;      // [L][S] or nullptr
+  double* mag_a;        // [L][Dv]
+  double* mag_c;        // [L][Dv]
+  double* mag_g;        // [L][Dv]
+  double* lse_mag_c;    // [L]
+  double* lse_mag_g;    // [L]
   std::int64_t len_kv;  // S, the row stride of weights
 };
 

@@ -32,7 +32,8 @@ Result run_sdpa(const Problem& p, const Inputs& in, Precision precision, int thr
   const std::int64_t slices = B * H;
   // One (b, h) slice per iteration, each computed by one thread in a fixed order: the
   // bytes do not depend on the thread count or the schedule.
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads > 0 ? threads : omp_get_max_threads())
+#pragma omp parallel for schedule(dynamic, 1) \
+    num_threads(threads > 0 ? threads : omp_get_max_threads())
   for (std::int64_t bh = 0; bh < slices; ++bh) {
     const std::int64_t b = bh / H, h = bh % H;
     const HeadInputs hd = gather_head(p, in, b, h);

@@ -1,0 +1,104 @@
+// Measures the machine's ceilings that docs/PERFORMANCE.md reports figures against:
+// peak FMA throughput (f64 and f32, AVX-512 and AVX2), on 1 thread and on all threads,
+// and DRAM read bandwidth. Best of several runs: the development VM is noisy.
+//
+//   build/release/bench/sdpa-cts-ceilings
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// 12 independent FMA chains hide the FMA latency. Returns FLOP per second of one thread.
+template <typename Vec, typename Fma>
+double fma_rate(Fma fma, Vec x, Vec y, int lanes, long iters) {
+  Vec a[12];
+  for (auto& v : a) v = x;
+  const double t0 = now();
+  for (long i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+    for (int k = 0; k < 12; ++k) a[k] = fma(a[k], y, x);
+    asm volatile("" : "+v"(a[0]), "+v"(a[1]), "+v"(a[2]), "+v"(a[3]), "+v"(a[4]), "+v"(a[5]));
+    asm volatile("" : "+v"(a[6]), "+v"(a[7]), "+v"(a[8]), "+v"(a[9]), "+v"(a[10]), "+v"(a[11]));
+  }
+  const double dt = now() - t0;
+  return 2.0 * lanes * 12 * iters / dt;
+}
+
+double f64_avx512(long iters) {
+  return fma_rate([](__m512d a, __m512d b, __m512d c) { return _mm512_fmadd_pd(a, b, c); },
+                  _mm512_set1_pd(1e-9), _mm512_set1_pd(0.999999), 8, iters);
+}
+double f32_avx512(long iters) {
+  return fma_rate([](__m512 a, __m512 b, __m512 c) { return _mm512_fmadd_ps(a, b, c); },
+                  _mm512_set1_ps(1e-9f), _mm512_set1_ps(0.999f), 16, iters);
+}
+double f32_avx2(long iters) {
+  return fma_rate([](__m256 a, __m256 b, __m256 c) { return _mm256_fmadd_ps(a, b, c); },
+                  _mm256_set1_ps(1e-9f), _mm256_set1_ps(0.999f), 8, iters);
+}
+
+// Sum of the per-thread rates of `fn` run on `threads` threads at once.
+template <typename Fn>
+double parallel_rate(Fn fn, int threads) {
+  double total = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+  total += fn();
+  return total;
+}
+
+double dram_read_gbs(int threads) {
+  const std::size_t n = std::size_t(256) << 20 >> 3;  // 256 MiB of doubles
+  static std::vector<double> buf(n, 1.0);
+  double best = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    double sum = 0;
+    const double t0 = now();
+#pragma omp parallel for num_threads(threads) reduction(+ : sum)
+    for (std::size_t i = 0; i < n; ++i) sum += buf[i];
+    const double dt = now() - t0;
+    if (sum < 0) std::puts("");
+    best = std::max(best, n * 8.0 / dt * 1e-9);
+  }
+  return best;
+}
+
+template <typename Fn>
+double best_of(Fn fn, int runs = 5) {
+  double best = 0;
+  for (int r = 0; r < runs; ++r) best = std::max(best, fn());
+  return best;
+}
+
+}  // namespace
+
+int main() {
+  const int all = omp_get_max_threads();
+  const long iters = 20'000'000;
+  const bool avx512 = __builtin_cpu_supports("avx512f");
+  std::printf("{\"threads\": %d", all);
+  if (avx512) {
+    std::printf(", \"f64_fma_avx512_gflops_1t\": %.1f",
+                best_of([&] { return f64_avx512(iters); }) * 1e-9);
+    std::printf(
+        ", \"f64_fma_avx512_gflops_all\": %.1f",
+        best_of([&] { return parallel_rate([&] { return f64_avx512(iters); }, all); }) * 1e-9);
+    std::printf(", \"f32_fma_avx512_gflops_1t\": %.1f",
+                best_of([&] { return f32_avx512(iters); }) * 1e-9);
+    std::printf(
+        ", \"f32_fma_avx512_gflops_all\": %.1f",
+        best_of([&] { return parallel_rate([&] { return f32_avx512(iters); }, all); }) * 1e-9);
+  }
+  std::printf(", \"f32_fma_avx2_gflops_all\": %.1f",
+              best_of([&] { return parallel_rate([&] { return f32_avx2(iters); }, all); }) * 1e-9);
+  std::printf(", \"dram_read_gbs_1t\": %.1f, \"dram_read_gbs_all\": %.1f}\n", dram_read_gbs(1),
+              dram_read_gbs(all));
+}

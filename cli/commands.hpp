@@ -1,0 +1,12 @@
+// Sub-commands of the sdpa-cts command line. Each file registers one command.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace sdpa::cli {
+
+// Adds `reference` to the app; the returned function runs it and gives the exit code.
+std::function<int()> add_reference_command(CLI::App& app);
+
+}  // namespace sdpa::cli

@@ -1,0 +1,28 @@
+// sdpa-cts: the command line of the SDPA reference-and-conformance suite.
+//
+// Exit codes: 0 success, 1 a case failed or the run found a problem, 2 bad usage or
+// invalid input (the message names the field).
+#include <iostream>
+
+#include "cli/commands.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "sdpa-cts: reference, kernels and conformance tests for scaled dot-product attention"};
+  app.set_version_flag("--version", std::string("sdpa-cts ") + SDPA_CTS_VERSION);
+  app.require_subcommand(1);
+  auto run_reference = sdpa::cli::add_reference_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  try {
+    if (app.got_subcommand("reference")) return run_reference();
+  } catch (const std::exception& e) {
+    std::cerr << "sdpa-cts: error: " << e.what() << "\n";
+    return 2;
+  }
+  return 2;
+}
