@@ -65,13 +65,13 @@ inline void two_sum_into(double& hi, double& lo, double x) {
   lo += err;
 }
 
-// For kRowTile query rows q (row stride dq, |q| in qa) and all sp keys of kt ([dq][sp],
-// sp a multiple of kKeyTile): dot[r][j] = sum_e q[r][e] * kt[e][j] (compensated) and
-// mag[r][j] = sum_e |q[r][e]| |kt[e][j]|.
+// For kRowTile query rows q (row stride dq, |q| in qa) and the keys [0, jend) of kt
+// ([dq][sp], sp and jend multiples of kKeyTile): dot[r][j] = sum_e q[r][e] * kt[e][j]
+// (compensated) and mag[r][j] = sum_e |q[r][e]| |kt[e][j]|.
 SDPA_CLONES
 void logits_tile(const double* q, const double* qa, const double* kt, const double* kta,
-                 std::int64_t dq, std::int64_t sp, double* dot, double* mag) {
-  for (std::int64_t jc = 0; jc < sp; jc += kKeyTile) {
+                 std::int64_t dq, std::int64_t sp, std::int64_t jend, double* dot, double* mag) {
+  for (std::int64_t jc = 0; jc < jend; jc += kKeyTile) {
     v8 acc[kRowTile][2] = {}, am[kRowTile][2] = {}, hi[kRowTile][2] = {}, lo[kRowTile][2] = {};
     for (std::int64_t e0 = 0; e0 < dq; e0 += kBlock) {
       const std::int64_t e1 = std::min(e0 + kBlock, dq);
@@ -212,8 +212,19 @@ void compute_head_f64(const HeadInputs& in, double dropout_p, const HeadOutputs&
   std::vector<double> o(static_cast<std::size_t>(Dvp)), am(o.size()), c(o.size()), g(o.size());
 
   for (std::int64_t i0 = 0; i0 < L; i0 += kRowTile) {
-    logits_tile(q.data() + i0 * Dq, qa.data() + i0 * Dq, kt.data(), kta.data(), Dq, Sp, dot.data(),
-                mag.data());
+    // Keys past the last one any row of the tile may attend (causal, windows, masks) are
+    // never needed: compute logits only up to it.
+    std::int64_t jend = 0;
+    for (std::int64_t i = i0; i < std::min(i0 + kRowTile, L); ++i) {
+      for (std::int64_t j = S - 1; j >= jend; --j) {
+        if (in.allowed[i * S + j]) {
+          jend = j + 1;
+          break;
+        }
+      }
+    }
+    logits_tile(q.data() + i0 * Dq, qa.data() + i0 * Dq, kt.data(), kta.data(), Dq, Sp,
+                (jend + kKeyTile - 1) / kKeyTile * kKeyTile, dot.data(), mag.data());
     for (std::int64_t i = i0; i < std::min(i0 + kRowTile, L); ++i) {
       const double* drow = dot.data() + (i - i0) * Sp;
       const double* mrow = mag.data() + (i - i0) * Sp;
