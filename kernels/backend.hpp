@@ -1,0 +1,103 @@
+// The backend interface: what every attention implementation (built-in CPU kernels,
+// CUDA kernels, later external plugins) provides, and what the dispatcher and the
+// conformance engine see of it.
+//
+// Policy: `supports()` is the one source of truth. The dispatcher selects by calling it,
+// the conformance engine records its reasons as NOT_SUPPORTED, and a backend that said
+// yes must then be correct ("decline or be correct", TESTING.md).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/device.hpp"
+#include "core/problem.hpp"
+
+namespace sdpa {
+
+// Why a backend declines a problem: every reason, each one full sentence naming the
+// offending value ("head dim 300 exceeds 256"). Empty = supported.
+struct Support {
+  std::vector<std::string> reasons;  // all reasons it declines; empty when it can run
+  bool ok() const { return reasons.empty(); }
+  void decline(std::string reason) { reasons.push_back(std::move(reason)); }
+};
+
+// How a backend rounds, for the tolerance model (SEMANTICS.md "Element types").
+struct PrecisionContract {
+  DType accumulate = DType::f32;  // type of the QK^T and PV accumulators
+  DType p_type = DType::f32;      // type P is rounded to before PV (f32 = not rounded)
+  bool online_softmax = false;    // rescales running sums per key block (flash style)
+  std::int64_t key_block = 0;     // keys per block of the online softmax / split (0 = none)
+};
+
+// What a backend can do, as data. A field left at its default imposes no restriction.
+// Backends check these with check_capabilities() and add rules of their own in supports().
+struct Capabilities {
+  std::vector<DType> dtypes;            // element types accepted
+  DeviceKind device = DeviceKind::cpu;  // where it runs
+  std::int64_t max_head_dim = 0;        // 0 = no limit; applies to Dqk and Dv
+  std::int64_t head_dim_multiple = 1;   // Dqk and Dv must be multiples of this
+  bool different_v_dim = true;          // Dv != Dqk supported
+  bool bool_mask = true;                // boolean mask tensor
+  bool additive_mask = true;            // additive mask tensor
+  bool causal_top_left = true;          // causal TL
+  bool causal_bottom_right = true;      // causal BR
+  bool window = true;                   // sliding windows
+  bool softcap = true;                  // logit softcapping
+  bool dropout = true;                  // dropout p > 0
+  bool gqa = true;                      // Hkv < Hq
+  bool padded_seqlens = true;           // per-batch valid lengths in a padded layout
+  bool packed_seqlens = true;           // packed varlen (cu_seqlens)
+  bool lse_output = true;               // can write LSE
+  bool weights_output = false;          // can write attention weights
+  bool last_dim_contiguous = false;     // requires stride 1 in the head dimension
+  bool empty_problems = true;           // any dimension may be 0
+  bool deterministic = false;           // same bits at any thread count and across runs
+  bool batch_invariant = false;         // a row's output does not depend on the rest of the batch
+};
+
+// Output and input pointers for one run; each points at element 0 of its view (layouts in
+// the Problem). LSE is [B, Hq, L] contiguous f32; weights [B, Hq, L, S] contiguous in dtype.
+struct Buffers {
+  const void* q = nullptr;     // Q
+  const void* k = nullptr;     // K
+  const void* v = nullptr;     // V
+  const void* mask = nullptr;  // mask tensor (uint8 bool or dtype additive) or null
+  void* o = nullptr;           // O
+  float* lse = nullptr;        // LSE, written when problem.want_lse
+  void* weights = nullptr;     // attention weights, written when problem.want_weights
+};
+
+// Per-run knobs that are not part of the problem.
+struct RunOptions {
+  int threads = 0;          // OpenMP threads; 0 = the OpenMP default
+  std::string simd_target;  // force a SIMD target ("scalar", "avx2", "avx512", ...); "" = best
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // Stable name, e.g. "cpu.flash".
+  virtual std::string_view name() const = 0;
+  // Capabilities as data (docs, explain(), the conformance matrix).
+  virtual const Capabilities& capabilities() const = 0;
+  // Rounding behaviour for the given element type.
+  virtual PrecisionContract precision(DType dtype) const = 0;
+  // Whether it can run `p` on `device`, with every reason it cannot.
+  virtual Support supports(const Problem& p, const Device& device) const = 0;
+  // Computes O (and LSE / weights when asked). Only called after supports() said yes;
+  // throws std::runtime_error on an internal failure.
+  virtual void run(const Problem& p, const Buffers& buffers, const RunOptions& options) const = 0;
+};
+
+// The data-driven checks every backend shares: dtype, device kind, head dims, masks,
+// dropout, GQA, varlen, outputs, strides, empty problems. Appends one reason per
+// violated capability.
+void check_capabilities(const Capabilities& caps, const Problem& p, const Device& device,
+                        Support& support);
+
+}  // namespace sdpa
