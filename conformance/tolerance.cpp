@@ -1,0 +1,52 @@
+#include "conformance/tolerance.hpp"
+
+#include <cmath>
+
+namespace sdpa {
+namespace {
+
+double subnormal_spacing(DType t) {
+  switch (t) {
+    case DType::f64:
+      return std::ldexp(1.0, -1074);
+    case DType::f32:
+      return std::ldexp(1.0, -149);
+    case DType::f16:
+      return std::ldexp(1.0, -24);
+    case DType::bf16:
+      return std::ldexp(1.0, -133);
+  }
+  return 0;
+}
+
+}  // namespace
+
+ToleranceFactors tolerance_factors(const Problem& p, const PrecisionContract& c, std::int64_t s_b,
+                                   const ToleranceTable& table) {
+  ToleranceFactors f;
+  f.u_out = dtype_unit_roundoff(p.dtype);
+  f.u_p = c.p_type == c.accumulate ? 0.0 : dtype_unit_roundoff(c.p_type);
+  f.u_acc = dtype_unit_roundoff(c.accumulate);
+  const double rescales =
+      c.online_softmax && c.key_block > 0 ? std::ceil(double(s_b) / double(c.key_block)) : 0.0;
+  f.k_s = table.safety * std::sqrt(std::max<double>(double(s_b), 1.0));
+  f.k_e = table.safety * std::sqrt(std::max<double>(double(p.head_dim_qk), 1.0));
+  f.k_x = table.safety * (2.0 + rescales);
+  f.floor = subnormal_spacing(p.dtype);
+  return f;
+}
+
+double output_tolerance(const ToleranceFactors& f, const reference::Result& r, std::int64_t row,
+                        std::int64_t d, std::int64_t dv) {
+  const auto x = static_cast<std::size_t>(row * dv + d);
+  return f.u_out * std::fabs(r.o[x]) + (f.u_p + f.k_s * f.u_acc) * r.mag_a[x] +
+         f.k_e * f.u_acc * r.mag_g[x] + f.k_x * f.u_acc * r.mag_c[x] + f.floor;
+}
+
+double lse_tolerance(const ToleranceFactors& f, const reference::Result& r, std::int64_t row) {
+  const auto x = static_cast<std::size_t>(row);
+  return std::ldexp(std::fabs(r.lse[x]), -24) + f.k_s * f.u_acc + f.k_x * f.u_acc * r.lse_mag_c[x] +
+         f.k_e * f.u_acc * r.lse_mag_g[x];
+}
+
+}  // namespace sdpa

@@ -1,0 +1,47 @@
+// The per-element error bound of TESTING.md, from a backend's precision contract and the
+// reference's error magnitudes:
+//
+//   tol_id = u_out |O_id| + (u_p + k_S u_acc) A_id + k_E u_acc G_id + k_x u_acc C_id + floor
+//
+// with k_S = safety * sqrt(S_b) (accumulation over keys), k_E = safety * sqrt(Dqk)
+// (dot products), k_x = safety * (2 + rescales) (logit rounding, exp, and one rounding per
+// online-softmax rescale), and floor = the output type's subnormal spacing (rounding of
+// results in the subnormal range is absolute, not relative). The LSE bound:
+//
+//   tol_lse = 2^-24 |LSE| + k_S u_acc + k_x u_acc lse_mag_c + k_E u_acc lse_mag_g.
+//
+// The factors are data (ToleranceTable) with a version, so a report can say which table
+// judged it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/problem.hpp"
+#include "kernels/backend.hpp"
+#include "reference/sdpa_reference.hpp"
+
+namespace sdpa {
+
+struct ToleranceTable {
+  std::string version = "2026-12-1";  // bump when any factor changes
+  double safety = 4.0;                // multiplies the probabilistic growth factors
+};
+
+// The resolved factors for one problem and contract.
+struct ToleranceFactors {
+  double u_out = 0, u_p = 0, u_acc = 0;  // unit roundoffs
+  double k_s = 0, k_e = 0, k_x = 0;      // growth factors
+  double floor = 0;                      // absolute floor
+};
+
+ToleranceFactors tolerance_factors(const Problem& p, const PrecisionContract& c, std::int64_t s_b,
+                                   const ToleranceTable& table = {});
+
+// Bound for output element (row, d) of the reference's logical arrays; `row` indexes
+// [B, Hq, L] flattened.
+double output_tolerance(const ToleranceFactors& f, const reference::Result& r, std::int64_t row,
+                        std::int64_t d, std::int64_t dv);
+double lse_tolerance(const ToleranceFactors& f, const reference::Result& r, std::int64_t row);
+
+}  // namespace sdpa
