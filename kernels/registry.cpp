@@ -1,11 +1,20 @@
 #include "kernels/registry.hpp"
 
+#include "kernels/cuda/cuda_backends.hpp"
+
 namespace sdpa {
 
 // Each backend's translation unit provides its accessor; the list below is the priority
 // order (docs/DISPATCH.md explains it).
 const std::vector<const Backend*>& builtin_backends() {
-  static const std::vector<const Backend*> list = {};
+  static const std::vector<const Backend*> list = {
+      // CUDA descriptors, after the CPU backends, in PyTorch's default order (flash,
+      // efficient, math, cudnn); cuDNN first on sm9x / sm10x is a dispatcher rule.
+      &cuda::flash_backend(),
+      &cuda::mem_efficient_backend(),
+      &cuda::math_backend(),
+      &cuda::cudnn_backend(),
+  };
   return list;
 }
 

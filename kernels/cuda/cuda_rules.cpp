@@ -1,0 +1,82 @@
+#include "kernels/cuda/cuda_rules.hpp"
+
+#include <stdexcept>
+
+namespace sdpa::cuda {
+
+std::string sm_name(int sm) { return "sm" + std::to_string(sm); }
+
+std::string cudnn_version_name(int v) {
+  if (v <= 0) return "none";
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
+         std::to_string(v % 100);
+}
+
+namespace detail {
+
+bool check_cuda_device(const Capabilities& caps, const Device& device, Support& s) {
+  if (device.kind == DeviceKind::cuda && caps.device == DeviceKind::cuda) return true;
+  s.decline("runs on CUDA devices, not on " + device.name);
+  return false;
+}
+
+void check_sm_range(std::string_view backend, int lo, int hi, const Device& device, Support& s) {
+  const int sm = device.cuda.sm;
+  if (sm < lo || sm > hi) {
+    s.decline("compute capability " + sm_name(sm) + " is outside the supported range [" +
+              sm_name(lo) + ", " + sm_name(hi) + "]");
+  }
+}
+
+void check_last_dim_stride(const Problem& p, bool singleton_ok, Support& s) {
+  const std::int64_t dims[4] = {p.head_dim_qk, p.head_dim_qk, p.head_dim_v, p.head_dim_v};
+  const char* names[4] = {"q", "k", "v", "o"};
+  const TensorLayout* layouts[4] = {&p.q, &p.k, &p.v, &p.o};
+  for (int t = 0; t < 4; ++t) {
+    if (layouts[t]->stride[3] == 1) continue;
+    if (singleton_ok && dims[t] == 1) continue;
+    s.decline(std::string(names[t]) + " has head-dim stride " +
+              std::to_string(layouts[t]->stride[3]) + ", not 1");
+  }
+}
+
+void check_mask_last_dim_stride(const Problem& p, Support& s) {
+  if (p.mask != MaskKind::none && (p.mask_broadcast & kBroadcastS)) {
+    s.decline(
+        "the mask is broadcast over keys (stride 0 in its last dimension); fused CUDA kernels "
+        "need stride 1 there");
+  }
+}
+
+void check_packed_nonempty(const Problem& p, Support& s) {
+  if (!p.packed) return;
+  const auto n = static_cast<std::size_t>(p.batch);
+  if ((!p.seqlens_q.empty() && p.seqlens_q.size() != n) ||
+      (!p.seqlens_kv.empty() && p.seqlens_kv.size() != n)) {
+    return;  // an invalid problem; validate() reports it
+  }
+  for (std::int64_t b = 0; b < p.batch; ++b) {
+    const std::int64_t lq = seqlen_q(p, b), lk = seqlen_kv(p, b);
+    if (lq == 0 || lk == 0) {
+      s.decline("packed rows: batch element " + std::to_string(b) + " has an empty sequence (L_b=" +
+                std::to_string(lq) + ", S_b=" + std::to_string(lk) + ")");
+      return;  // one reason is enough: the rule is about the packing, not each element
+    }
+  }
+}
+
+void no_kernels(std::string_view backend) {
+  throw std::runtime_error(std::string(backend) + ": this build has no CUDA kernels");
+}
+
+PrecisionContract fused_precision(DType dtype, std::int64_t key_block) {
+  PrecisionContract c;
+  c.accumulate = dtype == DType::f64 ? DType::f64 : DType::f32;
+  c.p_type = (dtype == DType::f16 || dtype == DType::bf16) ? dtype : c.accumulate;
+  c.online_softmax = true;
+  c.key_block = key_block;
+  return c;
+}
+
+}  // namespace detail
+}  // namespace sdpa::cuda

@@ -1,0 +1,35 @@
+// Rules several CUDA descriptors share (internal to kernels/cuda/).
+#pragma once
+
+#include <string>
+
+#include "kernels/backend.hpp"
+#include "kernels/cuda/cuda_backends.hpp"
+
+namespace sdpa::cuda::detail {
+
+// Appends "runs on CUDA devices, not on <device>" and returns false when the device is not
+// a GPU: the other rules are about GPU properties and would only add noise.
+bool check_cuda_device(const Capabilities& caps, const Device& device, Support& s);
+
+// sm in [lo, hi], else "<backend> needs compute capability smLO to smHI, device is smXY".
+void check_sm_range(std::string_view backend, int lo, int hi, const Device& device, Support& s);
+
+// Head-dimension stride 1 for q, k, v and o; with `singleton_ok` a head dim of 1 passes
+// whatever its stride (PyTorch's flash exception, issue #116333).
+void check_last_dim_stride(const Problem& p, bool singleton_ok, Support& s);
+
+// A mask broadcast over keys has stride 0 in its last dimension; CUDA fused kernels need 1.
+void check_mask_last_dim_stride(const Problem& p, Support& s);
+
+// Packed variable-length rows: no batch element may have an empty query or key sequence.
+void check_packed_nonempty(const Problem& p, Support& s);
+
+// The throwing run() of a descriptor backend.
+[[noreturn]] void no_kernels(std::string_view backend);
+
+// Precision contract shared by the fused kernels: accumulate in f32 (f64 for f64), P
+// rounded to the input type before PV, online softmax over key blocks of `key_block`.
+PrecisionContract fused_precision(DType dtype, std::int64_t key_block);
+
+}  // namespace sdpa::cuda::detail

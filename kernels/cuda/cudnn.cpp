@@ -1,0 +1,134 @@
+// cuda.cudnn: PyTorch's CUDNN_ATTENTION rules (pytorch-sdpa.md 1.8), docs/DISPATCH.md.
+// cuDNN versions are encoded major * 10000 + minor * 100 + patch (9.16.0 = 91600).
+#include <cmath>
+
+#include "kernels/cuda/descriptor.hpp"
+
+namespace sdpa::cuda {
+namespace {
+
+Capabilities cudnn_caps() {
+  Capabilities c;
+  c.device = DeviceKind::cuda;
+  c.dtypes = {DType::f16, DType::bf16};
+  c.max_head_dim = 256;           // 128, or 256 on sm90/sm10x with new cuDNN (refined)
+  c.head_dim_multiple = 8;        // d_qk and d_v multiples of 8
+  c.different_v_dim = true;       // within the limits
+  c.bool_mask = true;             // PyTorch makes it additive with -65504 (see DISPATCH.md)
+  c.additive_mask = true;         // 2-D or 4-D masks; ours are 4-D views
+  c.causal_top_left = true;       // is_causal
+  c.causal_bottom_right = false;  // PyTorch's cuDNN path has no bottom-right causal
+  c.window = false;               // not reachable through PyTorch's SDPA
+  c.softcap = false;              // not reachable through PyTorch's SDPA
+  c.dropout = true;               // p a multiple of 1/16, version gates (refined)
+  c.gqa = true;                   // Hk != Hv allowed too
+  c.padded_seqlens = false;       // PyTorch's SDPA has no per-batch lengths on dense inputs
+  c.packed_seqlens = true;        // NestedTensor on sm90 / sm10x only (refined)
+  c.lse_output = true;
+  c.weights_output = false;
+  c.last_dim_contiguous = true;
+  c.empty_problems = false;
+  c.deterministic = false;  // "cuDNN SDPA is not deterministic."
+  c.batch_invariant = false;
+  return c;
+}
+
+class Cudnn final : public detail::DescriptorBackend {
+ public:
+  Cudnn() : DescriptorBackend("cuda.cudnn", cudnn_caps()) {}
+
+  PrecisionContract precision(DType dtype) const override {
+    return detail::fused_precision(dtype, 64);
+  }
+
+  Support supports(const Problem& p, const Device& device) const override {
+    Support s;
+    if (!detail::check_cuda_device(capabilities(), device, s)) return s;
+    const int v = device.cuda.cudnn_version;
+    const int sm = device.cuda.sm;
+    const std::string have = " (device has " + cudnn_version_name(v) + ")";
+    if (v <= 0) {
+      s.decline("no cuDNN library on " + device.name + "; cuDNN attention needs 8.9.3 or newer");
+      return s;
+    }
+    if (v < 80903) s.decline("cuDNN " + cudnn_version_name(v) + " has no SDPA; it needs 8.9.3");
+    const bool dropout = p.dropout_p > 0;
+    if (dropout && v >= 91100 && v < 91400) {
+      s.decline("dropout is disabled with cuDNN 9.11 to 9.13" + have);
+    }
+    Capabilities generic = capabilities();
+    generic.max_head_dim = 0;  // the limit depends on arch and version, checked below
+    check_capabilities(generic, p, device, s);
+    detail::check_sm_range(name(), 80, 121, device, s);
+    if (dropout && std::fmod(p.dropout_p * 16.0, 1.0) != 0.0) {
+      s.decline("dropout p=" + format_p(p.dropout_p) + " is not a multiple of 1/16");
+    }
+    check_head_dims(p, sm, v, s);
+    if (v < 80906) {
+      if (dropout) s.decline("dropout needs cuDNN 8.9.6 or newer" + have);
+      if (p.len_kv % 64 != 0) {
+        s.decline("S=" + std::to_string(p.len_kv) +
+                  " is not a multiple of 64, needed below cuDNN 8.9.6" + have);
+      }
+    }
+    if (v < 90000) {
+      if (p.len_q < 64) {
+        s.decline("L=" + std::to_string(p.len_q) + " is below 64, needed before cuDNN 9.0.0" +
+                  have);
+      }
+      if (dropout && (p.len_q % 64 != 0 || p.len_kv % 64 != 0)) {
+        s.decline("with dropout, L=" + std::to_string(p.len_q) + " and S=" +
+                  std::to_string(p.len_kv) + " must be multiples of 64 before cuDNN 9.0.0" + have);
+      }
+    }
+    if (p.len_kv == 1) s.decline("S=1 (a single key) is not supported");
+    if (p.len_q == 1 && dropout) s.decline("L=1 with dropout is not supported");
+    if (p.batch > 65535) s.decline("batch " + std::to_string(p.batch) + " exceeds 65535");
+    if (p.heads_q > 65535) s.decline("hq " + std::to_string(p.heads_q) + " exceeds 65535");
+    detail::check_mask_last_dim_stride(p, s);
+    if (p.packed) {
+      if (sm / 10 != 9 && sm / 10 != 10) {
+        s.decline("packed variable-length rows need an sm9x or sm10x device, device is " +
+                  sm_name(sm));
+      }
+      if (p.len_q <= 128) {
+        s.decline("packed variable-length rows need a maximum query length above 128 (L=" +
+                  std::to_string(p.len_q) + ")");
+      }
+      detail::check_packed_nonempty(p, s);
+    }
+    return s;
+  }
+
+ private:
+  static std::string format_p(double p) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", p);
+    return buf;
+  }
+
+  // d_qk and d_v <= 128; 256 on sm9x / sm10x with cuDNN > 9.22 (not sm107 with cuDNN <=
+  // 9.25); (192, 128) on sm9x / sm10x with cuDNN >= 9.11.
+  static void check_head_dims(const Problem& p, int sm, int v, Support& s) {
+    const bool hopper_blackwell = sm / 10 == 9 || sm / 10 == 10;
+    int limit = 128;
+    if (hopper_blackwell && v > 92200 && !(sm == 107 && v <= 92500)) limit = 256;
+    if (hopper_blackwell && v >= 91100 && p.head_dim_qk == 192 && p.head_dim_v == 128) return;
+    for (auto [n, d] : {std::pair{"dqk", p.head_dim_qk}, std::pair{"dv", p.head_dim_v}}) {
+      if (d > limit) {
+        s.decline(std::string("head dim ") + n + "=" + std::to_string(d) +
+                  " exceeds cuDNN's limit of " + std::to_string(limit) + " on " + sm_name(sm) +
+                  " with cuDNN " + cudnn_version_name(v));
+      }
+    }
+  }
+};
+
+}  // namespace
+
+const Backend& cudnn_backend() {
+  static const Cudnn b;
+  return b;
+}
+
+}  // namespace sdpa::cuda

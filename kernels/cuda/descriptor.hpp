@@ -1,0 +1,24 @@
+// Common base of the CUDA descriptor backends (internal to kernels/cuda/).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "kernels/cuda/cuda_rules.hpp"
+
+namespace sdpa::cuda::detail {
+
+class DescriptorBackend : public Backend {
+ public:
+  DescriptorBackend(std::string name, Capabilities caps)
+      : name_(std::move(name)), caps_(std::move(caps)) {}
+  std::string_view name() const override { return name_; }
+  const Capabilities& capabilities() const override { return caps_; }
+  void run(const Problem&, const Buffers&, const RunOptions&) const override { no_kernels(name_); }
+
+ private:
+  std::string name_;
+  Capabilities caps_;
+};
+
+}  // namespace sdpa::cuda::detail

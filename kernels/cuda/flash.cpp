@@ -1,0 +1,92 @@
+// cuda.flash: PyTorch's FLASH_ATTENTION rules (pytorch-sdpa.md 1.6), docs/DISPATCH.md.
+#include "kernels/cuda/descriptor.hpp"
+
+namespace sdpa::cuda {
+namespace {
+
+Capabilities flash_caps() {
+  Capabilities c;
+  c.device = DeviceKind::cuda;
+  c.dtypes = {DType::f16, DType::bf16};
+  c.max_head_dim = 256;       // q, k, v last dims <= 256 (padded to a multiple of 8)
+  c.different_v_dim = false;  // dv must equal dqk
+  c.bool_mask = false;        // no attn_mask of any kind
+  c.additive_mask = false;
+  c.causal_top_left = true;      // only with L == S (refined in supports())
+  c.causal_bottom_right = true;  // FlashAttention-2's native alignment
+  c.window = false;              // not reachable through PyTorch's SDPA
+  c.softcap = false;             // not reachable through PyTorch's SDPA (FA2 2.5.7)
+  c.dropout = true;              // any p
+  c.gqa = true;                  // Hk == Hv always holds here
+  c.padded_seqlens = false;      // PyTorch's SDPA has no per-batch lengths on dense inputs
+  c.packed_seqlens = true;       // jagged NestedTensor / cu_seqlens
+  c.lse_output = true;
+  c.weights_output = false;
+  c.last_dim_contiguous = true;  // except a head dim of 1 (refined in supports())
+  c.empty_problems = false;      // zero seq_len (and other zero sizes) go elsewhere
+  c.deterministic = true;        // the forward pass (fixed split counts)
+  c.batch_invariant = false;     // the split-KV count depends on B * H
+  return c;
+}
+
+class Flash final : public detail::DescriptorBackend {
+ public:
+  Flash() : DescriptorBackend("cuda.flash", flash_caps()) {}
+
+  PrecisionContract precision(DType dtype) const override {
+    return detail::fused_precision(dtype, 64);
+  }
+
+  Support supports(const Problem& p, const Device& device) const override {
+    Support s;
+    if (!detail::check_cuda_device(capabilities(), device, s)) return s;
+    detail::check_sm_range(name(), 80, 121, device, s);
+    Capabilities generic = capabilities();
+    generic.last_dim_contiguous = false;  // checked below with the singleton exception
+    check_capabilities(generic, p, device, s);
+    check_causal_alignment(p, s);
+    detail::check_last_dim_stride(p, /*singleton_ok=*/true, s);
+    if (p.packed) {
+      if (p.head_dim_qk % 8 != 0) {
+        s.decline("packed rows need a head dim that is a multiple of 8 (dqk=" +
+                  std::to_string(p.head_dim_qk) + "): packed inputs are not padded");
+      }
+      detail::check_packed_nonempty(p, s);
+    }
+    return s;
+  }
+
+ private:
+  // FlashAttention-2 aligns causal masks bottom-right; a top-left mask only means the same
+  // when every query length equals its key length.
+  static void check_causal_alignment(const Problem& p, Support& s) {
+    if (p.causal != Causal::top_left) return;
+    if (p.len_q != p.len_kv) {
+      s.decline("causal top-left with L=" + std::to_string(p.len_q) + " != S=" +
+                std::to_string(p.len_kv) + ": FlashAttention-2 aligns causal masks bottom-right");
+      return;
+    }
+    const auto n = static_cast<std::size_t>(p.batch);
+    if ((!p.seqlens_q.empty() && p.seqlens_q.size() != n) ||
+        (!p.seqlens_kv.empty() && p.seqlens_kv.size() != n)) {
+      return;  // invalid problem; validate() reports it
+    }
+    for (std::int64_t b = 0; b < p.batch; ++b) {
+      if (seqlen_q(p, b) != seqlen_kv(p, b)) {
+        s.decline("causal top-left with L_b=" + std::to_string(seqlen_q(p, b)) +
+                  " != S_b=" + std::to_string(seqlen_kv(p, b)) + " (batch element " +
+                  std::to_string(b) + "): FlashAttention-2 aligns causal masks bottom-right");
+        return;
+      }
+    }
+  }
+};
+
+}  // namespace
+
+const Backend& flash_backend() {
+  static const Flash b;
+  return b;
+}
+
+}  // namespace sdpa::cuda

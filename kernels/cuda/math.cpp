@@ -1,0 +1,45 @@
+// cuda.math: PyTorch's MATH path on a GPU, taken "whenever its flag is on, with no checks"
+// (pytorch-sdpa.md 1.4): it accepts every valid problem on a CUDA device. docs/DISPATCH.md.
+#include "kernels/cuda/descriptor.hpp"
+
+namespace sdpa::cuda {
+namespace {
+
+Capabilities math_caps() {
+  Capabilities c;
+  c.device = DeviceKind::cuda;
+  c.dtypes = {DType::f64, DType::f32, DType::f16, DType::bf16};
+  c.weights_output = true;  // it materialises P
+  c.deterministic = true;
+  c.batch_invariant = false;  // GEMM algorithms may change with the batch size
+  return c;
+}
+
+class Math final : public detail::DescriptorBackend {
+ public:
+  Math() : DescriptorBackend("cuda.math", math_caps()) {}
+
+  PrecisionContract precision(DType dtype) const override {
+    // f16 / bf16 are upcast to f32 (PyTorch's default math precision on CUDA).
+    PrecisionContract c;
+    c.accumulate = dtype == DType::f64 ? DType::f64 : DType::f32;
+    c.p_type = c.accumulate;
+    return c;
+  }
+
+  Support supports(const Problem& p, const Device& device) const override {
+    Support s;
+    if (!detail::check_cuda_device(capabilities(), device, s)) return s;
+    check_capabilities(capabilities(), p, device, s);
+    return s;
+  }
+};
+
+}  // namespace
+
+const Backend& math_backend() {
+  static const Math b;
+  return b;
+}
+
+}  // namespace sdpa::cuda

@@ -1,0 +1,98 @@
+// cuda.mem_efficient: PyTorch's EFFICIENT_ATTENTION rules (pytorch-sdpa.md 1.7),
+// docs/DISPATCH.md.
+#include "kernels/cuda/descriptor.hpp"
+
+namespace sdpa::cuda {
+namespace {
+
+Capabilities mem_efficient_caps() {
+  Capabilities c;
+  c.device = DeviceKind::cuda;
+  c.dtypes = {DType::f16, DType::bf16, DType::f32};  // bf16 from sm80 (refined in supports())
+  c.max_head_dim = 0;                                // no limit in the picker
+  c.head_dim_multiple = 1;       // 1, 4 or 8 by arch and dtype (refined in supports())
+  c.different_v_dim = true;      // dv may differ from dqk
+  c.bool_mask = true;            // made additive (-inf) before the kernel
+  c.additive_mask = true;        // any additive bias
+  c.causal_top_left = true;      // CausalFromTopLeft, any L and S
+  c.causal_bottom_right = true;  // CausalFromBottomRight (PyTorch's CausalBias path)
+  c.window = false;              // not reachable through PyTorch's SDPA
+  c.softcap = false;             // not reachable through PyTorch's SDPA
+  c.dropout = true;              // with a batch limit (refined in supports())
+  c.gqa = true;                  // newest PyTorch allows GQA here on CUDA (older: declined)
+  c.padded_seqlens = false;      // PyTorch's SDPA has no per-batch lengths on dense inputs
+  c.packed_seqlens = true;       // NestedTensor inputs
+  c.lse_output = true;
+  c.weights_output = false;
+  c.last_dim_contiguous = true;  // no singleton exception (issue #127523)
+  c.empty_problems = false;
+  c.deterministic = true;  // the forward pass
+  c.batch_invariant = false;
+  return c;
+}
+
+// PyTorch's minimum_gemm_alignment: tensor cores need 128-bit rows of the head dim.
+int gemm_alignment(int sm, DType dtype) {
+  const bool half = dtype == DType::f16 || dtype == DType::bf16;
+  const bool tensor_cores = sm >= 80 || (sm >= 70 && half);
+  int align = sm >= 80 ? 4 : 1;
+  if (tensor_cores) align = std::max(align, half ? 8 : 4);
+  return align;
+}
+
+class MemEfficient final : public detail::DescriptorBackend {
+ public:
+  MemEfficient() : DescriptorBackend("cuda.mem_efficient", mem_efficient_caps()) {}
+
+  PrecisionContract precision(DType dtype) const override {
+    return detail::fused_precision(dtype, 64);
+  }
+
+  Support supports(const Problem& p, const Device& device) const override {
+    Support s;
+    if (!detail::check_cuda_device(capabilities(), device, s)) return s;
+    const int sm = device.cuda.sm;
+    detail::check_sm_range(name(), 50, 121, device, s);
+    check_capabilities(capabilities(), p, device, s);
+    if (p.dtype == DType::bf16 && sm < 80) {
+      s.decline("dtype bf16 needs sm80 or newer, device is " + sm_name(sm) +
+                " (supported there: f16, f32)");
+    }
+    const std::size_t esize = dtype_size(p.dtype);
+    const int align = gemm_alignment(sm, p.dtype);
+    if (align > 1 && (p.head_dim_qk % align != 0 || p.head_dim_v % align != 0)) {
+      s.decline("head dims must be multiples of " + std::to_string(align) + " for " +
+                std::string(dtype_name(p.dtype)) + " on " + sm_name(sm) + " (dqk=" +
+                std::to_string(p.head_dim_qk) + ", dv=" + std::to_string(p.head_dim_v) + ")");
+    }
+    if (sm >= 80) {
+      // Base pointers must be 16-byte aligned (alignment * element size).
+      const std::int64_t bytes = static_cast<std::int64_t>(align * esize);
+      for (auto [n, t] : {std::pair{"q", &p.q}, std::pair{"k", &p.k}, std::pair{"v", &p.v},
+                          std::pair{"o", &p.o}}) {
+        if (t->base_offset % align != 0) {
+          s.decline(std::string(n) + " starts " + std::to_string(t->base_offset) + " elements (" +
+                    std::to_string(t->base_offset * esize) +
+                    " bytes) into its allocation, not a multiple of " + std::to_string(bytes) +
+                    " bytes");
+        }
+      }
+    }
+    if (p.dropout_p > 0 && p.batch > 65535) {
+      s.decline("dropout with batch " + std::to_string(p.batch) +
+                " > 65535: the kernel cannot produce valid seed and offset outputs");
+    }
+    detail::check_mask_last_dim_stride(p, s);
+    detail::check_packed_nonempty(p, s);
+    return s;
+  }
+};
+
+}  // namespace
+
+const Backend& mem_efficient_backend() {
+  static const MemEfficient b;
+  return b;
+}
+
+}  // namespace sdpa::cuda
