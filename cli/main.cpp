@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("sdpa-cts ") + SDPA_CTS_VERSION);
   app.require_subcommand(1);
   auto run_reference = sdpa::cli::add_reference_command(app);
+  auto run_explain = sdpa::cli::add_explain_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -20,6 +21,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (app.got_subcommand("reference")) return run_reference();
+    if (app.got_subcommand("explain")) return run_explain();
   } catch (const std::exception& e) {
     std::cerr << "sdpa-cts: error: " << e.what() << "\n";
     return 2;

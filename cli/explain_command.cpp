@@ -1,0 +1,287 @@
+// `sdpa-cts explain --case ID | --mha SPEC [--device D] [--backends B,...] [--json]`: which
+// backend the dispatcher picks and, for every other one, why not (docs/DISPATCH.md).
+//
+// Exit codes: 0 a backend was selected (for --mha: the call has a path that runs), 1 none
+// can run (the reasons are printed), 2 bad input (case ID, spec, device, backend name).
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/commands.hpp"
+#include "core/case_id.hpp"
+#include "dispatcher/device_model.hpp"
+#include "dispatcher/dispatcher.hpp"
+#include "dispatcher/mha_path.hpp"
+
+namespace sdpa::cli {
+namespace {
+
+using nlohmann::json;
+namespace d = sdpa::dispatch;
+
+struct Options {
+  std::string case_id;
+  std::string mha;
+  std::string device = "auto";
+  std::string backends;
+  bool set_priority = false;
+  bool no_rules = false;
+  bool deterministic = false;
+  bool json = false;
+};
+
+std::string join(const std::vector<std::string>& v, const char* sep) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+// The policy the options ask for, on top of the process default (SDPA_CTS_BACKENDS).
+d::Policy make_policy(const Options& o) {
+  d::Policy p = d::current_policy();
+  if (!o.backends.empty()) {
+    std::vector<std::string> names;
+    std::stringstream ss(o.backends);
+    for (std::string n; std::getline(ss, n, ',');) {
+      if (n.empty())
+        throw std::invalid_argument("--backends: empty backend name in '" + o.backends + "'");
+      if (!find_backend(n)) {
+        std::vector<std::string> known;
+        for (const Backend* b : builtin_backends()) known.emplace_back(b->name());
+        throw std::invalid_argument("--backends: unknown backend '" + n +
+                                    "' (known: " + join(known, ", ") + ")");
+      }
+      names.push_back(n);
+    }
+    d::ScopedBackends scope(names, o.set_priority);
+    p = d::current_policy();
+  } else if (o.set_priority) {
+    throw std::invalid_argument("--priority needs --backends");
+  }
+  if (o.no_rules) p.heuristics = false;
+  if (o.deterministic) p.require_deterministic = true;
+  return p;
+}
+
+std::string describe_policy(const d::Policy& p) {
+  std::string s =
+      p.enabled ? "enabled: " + (p.enabled->empty() ? std::string("none") : join(*p.enabled, ", "))
+                : std::string("all backends enabled");
+  if (!p.priority.empty()) {
+    s += "; explicit priority " + join(p.priority, " > ");
+  } else {
+    s += p.heuristics ? "; registry order with the named rules" : "; registry order, rules off";
+  }
+  if (p.require_deterministic) s += "; determinism required";
+  return s;
+}
+
+json policy_json(const d::Policy& p) {
+  json j;
+  j["enabled"] = p.enabled ? json(*p.enabled) : json("all");
+  j["priority"] = p.priority;
+  j["heuristics"] = p.heuristics;
+  j["require_deterministic"] = p.require_deterministic;
+  return j;
+}
+
+json explanation_json(const d::Explanation& e) {
+  json j;
+  j["outcome"] = d::outcome_name(e.outcome);
+  j["chosen"] = e.chosen.empty() ? json(nullptr) : json(e.chosen);
+  j["order_source"] = e.order_source;
+  j["order"] = e.order;
+  j["rules"] = json::array();
+  for (const auto& r : e.rules) {
+    j["rules"].push_back({{"name", r.name}, {"why", r.why}, {"promoted", r.promoted}});
+  }
+  j["backends"] = json::array();
+  for (const auto& b : e.backends) {
+    j["backends"].push_back({{"name", b.name},
+                             {"verdict", d::verdict_name(b.verdict)},
+                             {"rank", b.rank},
+                             {"reasons", b.reasons}});
+  }
+  if (!e.message.empty()) j["message"] = e.message;
+  return j;
+}
+
+void print_explanation(std::ostream& out, const d::Explanation& e) {
+  if (!e.rules.empty()) {
+    for (std::size_t i = 0; i < e.rules.size(); ++i) {
+      out << (i ? "          " : "rules     ") << e.rules[i].name << ": " << e.rules[i].why
+          << " (promotes " << join(e.rules[i].promoted, ", ") << ")\n";
+    }
+  } else {
+    out << "rules     none fired\n";
+  }
+  out << "order     " << (e.order.empty() ? std::string("(nothing enabled)") : join(e.order, " > "))
+      << " (" << e.order_source << (e.rules.empty() ? "" : ", reordered by the rules") << ")\n";
+  if (e.outcome == d::Outcome::invalid_problem) {
+    out << "chosen    none: " << e.message << "\n";
+    return;
+  }
+  std::string chosen_why;
+  for (const auto& b : e.backends) {
+    if (b.verdict == d::Verdict::chosen) chosen_why = b.reasons.empty() ? "" : b.reasons[0];
+  }
+  if (e.outcome == d::Outcome::selected) {
+    out << "chosen    " << e.chosen << " (" << chosen_why << ")\n";
+  } else {
+    out << "chosen    none (" << d::outcome_name(e.outcome) << ")\n";
+  }
+  out << "why not the others:\n";
+  std::size_t width = 0;
+  for (const auto& b : e.backends) width = std::max(width, b.name.size());
+  for (const auto& b : e.backends) {
+    if (b.verdict == d::Verdict::chosen) continue;
+    const std::string pad(width - b.name.size() + 2, ' ');
+    out << "  " << b.name << pad << d::verdict_name(b.verdict);
+    if (b.reasons.size() == 1 && b.verdict != d::Verdict::rejected) {
+      out << ": " << b.reasons[0] << "\n";
+      continue;
+    }
+    out << ":\n";
+    for (const auto& r : b.reasons) out << "  " << std::string(width + 2, ' ') << "- " << r << "\n";
+  }
+}
+
+int run_case(const Options& o, const Device& dev, const d::Policy& policy) {
+  const auto parsed = parse_case_id(o.case_id);
+  if (const auto* err = std::get_if<CaseIdError>(&parsed)) {
+    std::cerr << "sdpa-cts: " << err->message << "\n";
+    return 2;
+  }
+  const Case& c = std::get<Case>(parsed);
+  if (auto r = validate(c.problem); !r.empty()) {
+    std::cerr << "sdpa-cts: INVALID case " << o.case_id << ": " << r << "\n";
+    return 2;
+  }
+  const d::Explanation e = d::explain(c.problem, dev, policy);
+  if (o.json) {
+    json j = explanation_json(e);
+    j["case"] = format_case_id(c);
+    j["device"] = {{"name", dev.name}, {"description", d::describe_device(dev)}};
+    j["policy"] = policy_json(policy);
+    std::cout << j.dump() << "\n";
+  } else {
+    std::cout << "case      " << format_case_id(c) << "\n"
+              << "device    " << d::describe_device(dev) << "\n"
+              << "policy    " << describe_policy(policy) << "\n";
+    print_explanation(std::cout, e);
+  }
+  if (e.outcome != d::Outcome::selected) {
+    std::cerr << "sdpa-cts: " << e.message << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+int run_mha(const Options& o, const Device& dev, const d::Policy& policy) {
+  const auto parsed = d::parse_mha_spec(o.mha);
+  if (const auto* err = std::get_if<std::string>(&parsed)) {
+    std::cerr << "sdpa-cts: " << *err << "\n";
+    return 2;
+  }
+  const d::MhaCall& call = std::get<d::MhaCall>(parsed);
+  const d::MhaPath path = d::pick_mha_path(call, dev, policy);
+  const std::string nw =
+      call.mha.need_weights ? (call.need_weights_explicit ? "1" : "1 (PyTorch's default)") : "0";
+  const std::string sdpa_id = format_case_id(Case{path.sdpa_problem, DataRecipe{}});
+  const bool runs = path.route != d::MhaRoute::error &&
+                    (!path.reaches_sdpa || path.sdpa.outcome == d::Outcome::selected);
+  if (o.json) {
+    json j;
+    j["mha"] = d::format_mha_spec(call);
+    j["device"] = {{"name", dev.name}, {"description", d::describe_device(dev)}};
+    j["policy"] = policy_json(policy);
+    j["need_weights"] = call.mha.need_weights;
+    j["need_weights_default"] = !call.need_weights_explicit;
+    j["fast_path"] = path.fast_path;
+    j["why_not_fast_path"] = path.why_not_fast_path;
+    j["checks"] = json::array();
+    for (const auto& k : path.checks) {
+      j["checks"].push_back(
+          {{"condition", k.condition}, {"passed", k.passed}, {"reason", k.passed ? "" : k.reason}});
+    }
+    j["route"] = d::route_name(path.route);
+    j["route_reason"] = path.route_reason;
+    j["reaches_sdpa"] = path.reaches_sdpa;
+    j["sdpa_problem"] = sdpa_id;
+    if (path.route != d::MhaRoute::error) j["sdpa"] = explanation_json(path.sdpa);
+    std::cout << j.dump() << "\n";
+  } else {
+    std::cout << "mha       " << d::format_mha_spec(call) << "\n"
+              << "device    " << d::describe_device(dev) << "\n"
+              << "policy    " << describe_policy(policy) << "\n"
+              << "need_weights " << nw << "\n"
+              << "fast path " << (path.fast_path ? "yes" : "no: " + path.why_not_fast_path) << "\n"
+              << "checks   ";
+    for (const auto& k : path.checks) {
+      std::cout << " " << (k.passed ? "ok" : "FAIL") << "(" << k.condition << ")";
+    }
+    std::cout << "\nroute     " << d::route_name(path.route) << ": " << path.route_reason << "\n";
+    if (path.route != d::MhaRoute::error) {
+      std::cout << (path.reaches_sdpa ? "sdpa call " : "suite     ") << sdpa_id
+                << (path.reaches_sdpa
+                        ? ""
+                        : " (the equivalent SDPA problem; PyTorch runs no SDPA kernel)")
+                << "\n";
+      print_explanation(std::cout, path.sdpa);
+    }
+  }
+  if (!runs) {
+    std::cerr << "sdpa-cts: "
+              << (path.route == d::MhaRoute::error ? path.route_reason : path.sdpa.message) << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+int run(const Options& o) {
+  if (o.case_id.empty() == o.mha.empty()) {
+    std::cerr << "sdpa-cts: explain needs exactly one of --case and --mha\n";
+    return 2;
+  }
+  const auto dev = d::parse_device(o.device);
+  if (const auto* err = std::get_if<std::string>(&dev)) {
+    std::cerr << "sdpa-cts: --device: " << *err << "\n";
+    return 2;
+  }
+  d::Policy policy;
+  try {
+    policy = make_policy(o);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "sdpa-cts: " << e.what() << "\n";
+    return 2;
+  }
+  const Device& device = std::get<Device>(dev);
+  return o.case_id.empty() ? run_mha(o, device, policy) : run_case(o, device, policy);
+}
+
+}  // namespace
+
+std::function<int()> add_explain_command(CLI::App& app) {
+  auto opt = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand(
+      "explain",
+      "Show which backend the dispatcher picks for a case or an MHA call, and why not the others");
+  cmd->add_option("--case", opt->case_id, "Case ID (docs/CASE_ID.md)");
+  cmd->add_option("--mha", opt->mha,
+                  "nn.MultiheadAttention call spec, e.g. e64.h4.b2.l5.s5.need_weights=0 "
+                  "(docs/DISPATCH.md)");
+  cmd->add_option("--device", opt->device,
+                  "cpu, auto, a simulated device (cpu-avx2, sm80, ...) with :key=value overrides")
+      ->capture_default_str();
+  cmd->add_option("--backends", opt->backends,
+                  "Enable exactly these backends (comma-separated), like a scoped guard");
+  cmd->add_flag("--priority", opt->set_priority, "Make the --backends order the priority");
+  cmd->add_flag("--no-rules", opt->no_rules, "Do not apply the named ordering rules");
+  cmd->add_flag("--deterministic", opt->deterministic,
+                "Only backends that declare a deterministic forward pass");
+  cmd->add_flag("--json", opt->json, "Print one JSON object");
+  return [opt] { return run(*opt); };
+}
+
+}  // namespace sdpa::cli

@@ -1,0 +1,76 @@
+// The nn.MultiheadAttention path picker: which of PyTorch's MHA paths a call takes (the
+// fast-path conditions of pytorch-sdpa.md section 6, with the first failing one), and
+// which SDPA backend it then reaches under this suite's dispatcher. docs/DISPATCH.md.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "dispatcher/dispatcher.hpp"
+#include "reference/mha_reference.hpp"
+
+namespace sdpa::dispatch {
+
+// One forward call: the module and call the reference models, plus the call-site facts the
+// fast-path check looks at.
+struct MhaCall {
+  reference::MhaProblem mha;           // sizes, flags, masks, need_weights, dropout, ...
+  bool need_weights_explicit = false;  // the caller passed need_weights (else PyTorch's default)
+  DType dtype = DType::f32;            // dtype of query, key and value
+  DType param_dtype = DType::f32;      // dtype of in_proj_weight and in_proj_bias
+  bool training = false;               // module.training
+  bool self_attention = true;          // query is key is value (one tensor object)
+  bool batched = true;                 // 3-D inputs; false = unbatched 2-D (needs batch 1)
+  bool fastpath_enabled = true;        // torch.backends.mha.get_fastpath_enabled()
+  bool autocast = false;               // torch.is_autocast_enabled()
+  bool requires_grad = false;          // grad enabled and some argument requires grad
+  bool nested = false;                 // query is a NestedTensor
+};
+
+// "" for a consistent call, else the first problem as "field: reason" (the MhaProblem's own
+// rules first).
+std::string validate(const MhaCall& call);
+
+enum class MhaRoute {
+  fast_sdpa,          // torch._native_multi_head_attention, attention by an SDPA kernel
+  fast_materialized,  // torch._native_multi_head_attention, bmm + masked softmax
+  slow_sdpa,          // F.multi_head_attention_forward calling F.scaled_dot_product_attention
+  slow_materialized,  // F.multi_head_attention_forward computing softmax(QK^T) itself
+  error,              // PyTorch raises (a NestedTensor outside the fast path)
+};
+const char* route_name(MhaRoute r);
+
+// One fast-path condition, in PyTorch's order.
+struct FastPathCheck {
+  std::string condition;  // what must hold, e.g. "batch_first"
+  bool passed = true;
+  std::string reason;  // PyTorch's why_not_fast_path text when it fails
+};
+
+struct MhaPath {
+  std::vector<FastPathCheck> checks;  // every condition, evaluated (PyTorch stops at the first)
+  bool fast_path = false;             // torch._native_multi_head_attention is called
+  std::string why_not_fast_path;      // the first failing condition ("" on the fast path)
+  MhaRoute route = MhaRoute::slow_materialized;
+  std::string route_reason;   // why this route; names the need_weights default when it decides
+  bool reaches_sdpa = false;  // PyTorch runs an SDPA kernel for the attention
+  Problem sdpa_problem;       // the attention as an SDPA problem (want_weights when materialised)
+  Explanation sdpa;           // this suite's dispatcher on sdpa_problem
+};
+
+// Throws std::invalid_argument("invalid MHA call: ...") when validate(call) fails, and what
+// explain() throws.
+MhaPath pick_mha_path(const MhaCall& call, const Device& device,
+                      const Policy& policy = current_policy(),
+                      const std::vector<const Backend*>& backends = builtin_backends());
+
+// The spec string of `sdpa-cts explain --mha` (docs/DISPATCH.md, "MHA spec"), e.g.
+// "e64.h4.b2.l5.s5.f16.need_weights=0.batch_first=1". Errors name the field.
+std::variant<MhaCall, std::string> parse_mha_spec(std::string_view spec);
+MhaCall parse_mha_spec_or_throw(std::string_view spec);  // std::invalid_argument
+// The canonical spec: every field, need_weights only when given explicitly.
+std::string format_mha_spec(const MhaCall& call);
+
+}  // namespace sdpa::dispatch

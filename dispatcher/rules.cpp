@@ -1,0 +1,96 @@
+#include "dispatcher/rules.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+
+#include "kernels/cuda/cuda_backends.hpp"
+
+namespace sdpa::dispatch {
+namespace {
+
+// Moves the backends matching `pick` to the front, keeping the relative order of both
+// groups. Returns the names moved.
+std::vector<std::string> promote(std::vector<const Backend*>& order,
+                                 const std::function<bool(const Backend&)>& pick) {
+  std::vector<std::string> moved;
+  std::stable_partition(order.begin(), order.end(), [&](const Backend* b) { return pick(*b); });
+  for (const Backend* b : order) {
+    if (pick(*b)) moved.emplace_back(b->name());
+  }
+  return moved;
+}
+
+std::string str(std::int64_t v) { return std::to_string(v); }
+
+// a * b, saturated at the int64 maximum (sizes are >= 0).
+std::int64_t mul_sat(std::int64_t a, std::int64_t b) {
+  std::int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) return INT64_MAX;
+  return r;
+}
+
+}  // namespace
+
+BackendTraits backend_traits(std::string_view name) {
+  BackendTraits t;
+  t.split_kv = name == "cpu.mem_efficient" || name == "cuda.flash";
+  t.math = name == "cpu.math" || name == "cuda.math";
+  return t;
+}
+
+const std::vector<std::string>& rule_names() {
+  static const std::vector<std::string> names = {"cudnn_preferred", "decode_split_kv",
+                                                 "tiny_prefers_math"};
+  return names;
+}
+
+std::vector<RuleFiring> apply_rules(const Problem& p, const Device& device,
+                                    std::vector<const Backend*>& order) {
+  std::vector<RuleFiring> fired;
+  auto fire = [&](std::string name, std::string why,
+                  const std::function<bool(const Backend&)>& pick) {
+    auto moved = promote(order, pick);
+    if (!moved.empty()) fired.push_back({std::move(name), std::move(why), std::move(moved)});
+  };
+  const bool gpu = device.kind == DeviceKind::cuda;
+
+  // cudnn_preferred: PyTorch's check_prefer_cudnn_attention (pytorch-sdpa.md 1.3).
+  if (gpu) {
+    const int sm = device.cuda.sm, major = sm / 10, minor = sm % 10;
+    const int v = device.cuda.cudnn_version;
+    const bool minor_ok = device.cuda.cuda_runtime >= 13000 || minor == 0 || minor == 3;
+    if ((major == 9 || major == 10) && v > 91500 && minor_ok) {
+      fire("cudnn_preferred",
+           cuda::sm_name(sm) + " with cuDNN " + cuda::cudnn_version_name(v) +
+               " > 9.15.0: PyTorch puts cuDNN first on sm9x / sm10x",
+           [](const Backend& b) { return b.name() == "cuda.cudnn"; });
+    }
+  }
+
+  // decode_split_kv: one query row per (b, h) cannot fill the device; splitting the keys can.
+  const std::int64_t units = gpu ? device.cuda.sm_count : device.cpu.cores;
+  const std::int64_t bh = mul_sat(p.batch, p.heads_q);
+  if (p.len_q <= kDecodeMaxLenQ && p.len_kv >= kDecodeMinLenKv && bh < units) {
+    fire("decode_split_kv",
+         "decode shape L=" + str(p.len_q) + " <= " + str(kDecodeMaxLenQ) + ", S=" + str(p.len_kv) +
+             " >= " + str(kDecodeMinLenKv) + " and B*Hq=" + str(bh) + " < " + str(units) +
+             (gpu ? " SMs" : " cores") + ": split-KV backends spread the keys over the device",
+         [](const Backend& b) { return backend_traits(b.name()).split_kv; });
+  }
+
+  // tiny_prefers_math: on a CPU, tiling and thread start-up cost more than tiny work.
+  if (!gpu) {
+    const std::int64_t work =
+        mul_sat(mul_sat(mul_sat(bh, p.len_q), p.len_kv), p.head_dim_qk + p.head_dim_v);
+    if (work <= kTinyMaxWork) {
+      fire("tiny_prefers_math",
+           "B*Hq*L*S*(Dqk+Dv)=" + str(work) + " <= " + str(kTinyMaxWork) +
+               " on a CPU: the math path has no tiling or threading overhead",
+           [](const Backend& b) { return backend_traits(b.name()).math; });
+    }
+  }
+  return fired;
+}
+
+}  // namespace sdpa::dispatch
