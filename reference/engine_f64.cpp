@@ -55,6 +55,16 @@ inline __attribute__((always_inline)) void two_sum8(v8& hi, v8& lo, v8 x) {
   hi = s;
 }
 
+// The compensated total hi + lo, lane by lane; hi itself where hi is not finite: once a
+// sum meets an infinity, TwoSum's error term is inf - inf = NaN, while IEEE summation (and
+// SEMANTICS.md) gives the infinity.
+inline __attribute__((always_inline)) v8 finish8(v8 hi, v8 lo) {
+  v8 r;
+#pragma GCC unroll 16
+  for (int t = 0; t < 8; ++t) r[t] = std::isfinite(hi[t]) ? hi[t] + lo[t] : hi[t];
+  return r;
+}
+
 inline double mult_or_one(bool has_drop, double mult) { return has_drop ? mult : 1.0; }
 
 inline void two_sum_into(double& hi, double& lo, double x) {
@@ -100,7 +110,7 @@ void logits_tile(const double* q, const double* qa, const double* kt, const doub
     for (int r = 0; r < kRowTile; ++r) {
 #pragma GCC unroll 16
       for (int h = 0; h < 2; ++h) {
-        store8(dot + r * sp + jc + 8 * h, hi[r][h] + lo[r][h]);
+        store8(dot + r * sp + jc + 8 * h, finish8(hi[r][h], lo[r][h]));
         store8(mag + r * sp + jc + 8 * h, am[r][h]);
       }
     }
@@ -137,7 +147,7 @@ void weighted_sum_tile(const std::int64_t* keys, std::int64_t nkeys, const doubl
 #pragma GCC unroll 16
   for (int t = 0; t < kV; ++t) {
     two_sum8(hi[t], lo[t], acc[t]);
-    store8(out + dc + 8 * t, hi[t] + lo[t]);
+    store8(out + dc + 8 * t, finish8(hi[t], lo[t]));
     store8(mag + dc + 8 * t, am[t]);
   }
 }
