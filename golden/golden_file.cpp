@@ -1,0 +1,334 @@
+#include "golden/golden_file.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+
+#include "golden/hdf5_util.hpp"
+
+namespace sdpa::golden {
+
+using h5::Handle;
+using h5::Where;
+
+namespace {
+
+constexpr const char* kSchemaName = "sdpa-cts-golden";
+
+std::vector<std::int64_t> shape_of(const StridedView& v) {
+  return {v.shape.begin(), v.shape.end()};
+}
+
+std::int64_t product(const std::vector<std::int64_t>& dims) {
+  std::int64_t n = 1;
+  for (auto d : dims) n *= d;
+  return n;
+}
+
+// Checks the stored type of an element-type dataset (inputs, additive mask) and reads it
+// as the element type's bytes, row-major over `dims`.
+std::vector<unsigned char> read_elements(const Where& w, hid_t group, const std::string& name,
+                                         DType dtype, const std::vector<std::int64_t>& dims) {
+  const std::string what = "dataset '" + name + "'";
+  if (!h5::exists(w, group, name)) h5::fail_schema(w, what, "missing");
+  Handle ds = h5::open_dataset(w, group, name);
+  const h5::DatasetShape s = h5::dataset_shape(w, ds.get(), name);
+  if (s.dims != dims) {
+    h5::fail_schema(w, what,
+                    "expected shape " + h5::dims_text(dims) + ", got " + h5::dims_text(s.dims));
+  }
+  const auto attr = h5::string_attribute(w, ds.get(), name, "dtype");
+  const std::string want = std::string(dtype_name(dtype));
+  if (attr && *attr != want) {
+    h5::fail_schema(w, what, "attribute dtype is '" + *attr + "' but the case is " + want);
+  }
+  hid_t mem = -1;
+  switch (dtype) {
+    case DType::f64:
+    case DType::f32:
+      if (s.kind != h5::Kind::floating || s.size != dtype_size(dtype)) {
+        h5::fail_schema(w, what,
+                        "expected " + want + " (an IEEE float of " +
+                            std::to_string(dtype_size(dtype)) + " bytes), got a type of " +
+                            std::to_string(s.size) + " bytes" +
+                            (s.kind == h5::Kind::floating ? "" : " that is not a float"));
+      }
+      mem = dtype == DType::f64 ? H5T_NATIVE_DOUBLE : H5T_NATIVE_FLOAT;
+      break;
+    case DType::f16:
+    case DType::bf16:
+      if (s.kind != h5::Kind::unsigned_int || s.size != 2) {
+        h5::fail_schema(w, what,
+                        "expected " + want + " stored as raw uint16 bit patterns, got a type of " +
+                            std::to_string(s.size) + " bytes" +
+                            (s.kind == h5::Kind::unsigned_int ? "" : " that is not unsigned"));
+      }
+      if (!attr) {
+        h5::fail_schema(w, what, "uint16 data need the attribute dtype = '" + want + "'");
+      }
+      mem = H5T_NATIVE_UINT16;
+      break;
+  }
+  std::vector<unsigned char> bytes(static_cast<std::size_t>(product(dims)) * dtype_size(dtype));
+  if (!bytes.empty()) h5::read(w, ds.get(), name, mem, bytes.data());
+  return bytes;
+}
+
+std::vector<double> read_f64(const Where& w, hid_t group, const std::string& name,
+                             const std::vector<std::int64_t>& dims) {
+  const std::string what = "dataset '" + name + "'";
+  if (!h5::exists(w, group, name)) h5::fail_schema(w, what, "missing");
+  Handle ds = h5::open_dataset(w, group, name);
+  const h5::DatasetShape s = h5::dataset_shape(w, ds.get(), name);
+  if (s.kind != h5::Kind::floating) h5::fail_schema(w, what, "expected a float dataset (f64)");
+  if (s.dims != dims) {
+    h5::fail_schema(w, what,
+                    "expected shape " + h5::dims_text(dims) + ", got " + h5::dims_text(s.dims));
+  }
+  std::vector<double> out(static_cast<std::size_t>(product(dims)));
+  if (!out.empty()) h5::read(w, ds.get(), name, H5T_NATIVE_DOUBLE, out.data());
+  return out;
+}
+
+// Optional int32 metadata (seqlens, cu_seqlens): when present they must agree with the ID.
+void check_lengths(const Where& w, hid_t group, const std::string& name,
+                   const std::vector<std::int64_t>& want) {
+  if (!h5::exists(w, group, name)) return;
+  const std::string what = "dataset '" + name + "'";
+  Handle ds = h5::open_dataset(w, group, name);
+  const h5::DatasetShape s = h5::dataset_shape(w, ds.get(), name);
+  if (s.kind != h5::Kind::signed_int && s.kind != h5::Kind::unsigned_int) {
+    h5::fail_schema(w, what, "expected integers");
+  }
+  const std::vector<std::int64_t> dims = {static_cast<std::int64_t>(want.size())};
+  if (s.dims != dims) {
+    h5::fail_schema(w, what,
+                    "expected shape " + h5::dims_text(dims) + ", got " + h5::dims_text(s.dims));
+  }
+  std::vector<std::int64_t> got(want.size());
+  if (!got.empty()) h5::read(w, ds.get(), name, H5T_NATIVE_INT64, got.data());
+  if (got != want) {
+    h5::fail_schema(
+        w, what, "holds " + h5::dims_text(got) + " but the case ID gives " + h5::dims_text(want));
+  }
+}
+
+// Puts row-major logical elements into a guarded buffer laid out as `view`. Elements that
+// share memory (stride 0) must hold identical bytes.
+GuardedBuffer place(const Where& w, const std::string& name, const StridedView& view,
+                    std::int64_t base_offset, std::size_t element_size,
+                    const std::vector<unsigned char>& logical) {
+  GuardedBuffer buf(name, element_size, view, base_offset);
+  auto* dst = static_cast<unsigned char*>(buf.data());
+  const std::int64_t extent = view_extent(view);
+  std::vector<std::uint8_t> written(static_cast<std::size_t>(std::max<std::int64_t>(extent, 0)), 0);
+  std::size_t n = 0;
+  const auto& sh = view.shape;
+  const auto& st = view.stride;
+  for (std::int64_t a = 0; a < sh[0]; ++a)
+    for (std::int64_t b = 0; b < sh[1]; ++b)
+      for (std::int64_t c = 0; c < sh[2]; ++c)
+        for (std::int64_t d = 0; d < sh[3]; ++d, ++n) {
+          const std::int64_t off = a * st[0] + b * st[1] + c * st[2] + d * st[3];
+          const unsigned char* src = logical.data() + n * element_size;
+          unsigned char* at = dst + off * static_cast<std::int64_t>(element_size);
+          if (written[static_cast<std::size_t>(off)]) {
+            if (std::memcmp(at, src, element_size) != 0) {
+              h5::fail_schema(w, "dataset '" + name + "'",
+                              "elements that share memory through a stride of 0 differ (at [" +
+                                  std::to_string(a) + ", " + std::to_string(b) + ", " +
+                                  std::to_string(c) + ", " + std::to_string(d) + "])");
+            }
+            continue;
+          }
+          std::memcpy(at, src, element_size);
+          written[static_cast<std::size_t>(off)] = 1;
+        }
+  buf.snapshot();
+  return buf;
+}
+
+}  // namespace
+
+struct GoldenFile::Impl {
+  FileInfo info;
+  Handle file;
+  std::vector<std::string> ids;
+};
+
+GoldenFile::GoldenFile(const std::string& path) : impl_(std::make_unique<Impl>()) {
+  h5::silence_errors();
+  const Where w{path, ""};
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    throw std::runtime_error(w.prefix() + ": no such file");
+  }
+  if (std::filesystem::is_directory(path, ec)) {
+    throw std::runtime_error(w.prefix() + ": is a directory, not a file");
+  }
+  const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
+  if (is_hdf5 <= 0) {
+    h5::fail_read(w, "", "not an HDF5 file (no HDF5 signature: corrupt, or another format)");
+  }
+  impl_->file = Handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  if (!impl_->file.valid()) {
+    h5::fail_read(w, "", "cannot open the HDF5 file (truncated or corrupt?)");
+  }
+  const hid_t root = impl_->file.get();
+  FileInfo& fi = impl_->info;
+  fi.path = path;
+  const auto schema = h5::string_attribute(w, root, "", "schema");
+  if (!schema || *schema != kSchemaName) {
+    h5::fail_schema(w, "attribute 'schema'",
+                    schema ? "is '" + *schema + "', expected '" + kSchemaName + "'"
+                           : std::string("missing: not an sdpa-cts golden file (expected '") +
+                                 kSchemaName + "')");
+  }
+  const auto version = h5::int_attribute(w, root, "", "schema_version");
+  if (!version) h5::fail_schema(w, "attribute 'schema_version'", "missing");
+  if (*version != kSchemaVersion) {
+    h5::fail_schema(w, "attribute 'schema_version'",
+                    "the file has schema version " + std::to_string(*version) +
+                        ", this loader reads version " + std::to_string(kSchemaVersion));
+  }
+  fi.schema_version = *version;
+  const auto sem = h5::string_attribute(w, root, "", "semantics_version");
+  if (!sem) h5::fail_schema(w, "attribute 'semantics_version'", "missing");
+  if (*sem != kSemanticsVersion) {
+    h5::fail_schema(w, "attribute 'semantics_version'",
+                    "the expected values follow semantics version '" + *sem +
+                        "', this build implements '" + kSemanticsVersion + "'");
+  }
+  fi.semantics_version = *sem;
+  for (auto [field, name] : {std::pair{&fi.generator, "generator"},
+                             std::pair{&fi.generator_version, "generator_version"}}) {
+    const auto v = h5::string_attribute(w, root, "", name);
+    if (!v) h5::fail_schema(w, std::string("attribute '") + name + "'", "missing");
+    *field = *v;
+  }
+  const auto digits = h5::int_attribute(w, root, "", "precision_digits");
+  if (!digits) h5::fail_schema(w, "attribute 'precision_digits'", "missing");
+  if (*digits < 1) h5::fail_schema(w, "attribute 'precision_digits'", "must be >= 1");
+  fi.precision_digits = *digits;
+  fi.set = h5::string_attribute(w, root, "", "set").value_or("");
+  if (h5::exists(w, root, "sdpa")) {
+    Handle g = h5::open_group(w, root, "sdpa");
+    impl_->ids = h5::list_links(Where{path, "/sdpa"}, g.get());
+  }
+}
+
+GoldenFile::~GoldenFile() = default;
+GoldenFile::GoldenFile(GoldenFile&&) noexcept = default;
+GoldenFile& GoldenFile::operator=(GoldenFile&&) noexcept = default;
+
+const FileInfo& GoldenFile::info() const { return impl_->info; }
+const std::vector<std::string>& GoldenFile::case_ids() const { return impl_->ids; }
+
+GoldenCase GoldenFile::load(const std::string& id) const {
+  const std::string& path = impl_->info.path;
+  if (!std::binary_search(impl_->ids.begin(), impl_->ids.end(), id)) {
+    throw std::invalid_argument(Where{path, ""}.prefix() + ": no case '" + id + "' under /sdpa");
+  }
+  const Where w{path, "/sdpa/" + id};
+  // The group name is the canonical case ID: parse it, and insist on the canonical form.
+  auto parsed = parse_case_id(id);
+  if (auto* e = std::get_if<CaseIdError>(&parsed)) {
+    h5::fail_schema(w, "", "the group name is not a valid case ID: " + e->message);
+  }
+  Case c = std::get<Case>(std::move(parsed));
+  if (const std::string canonical = format_case_id(c); canonical != id) {
+    h5::fail_schema(w, "", "the group name is not the canonical case ID '" + canonical + "'");
+  }
+  const Problem& p = c.problem;
+  if (auto r = validate(p); !r.empty()) {
+    h5::fail_schema(w, "", "the case ID describes an invalid problem: " + r);
+  }
+  Handle sdpa = h5::open_group(Where{path, ""}, impl_->file.get(), "sdpa");
+  Handle g = h5::open_group(w, sdpa.get(), id);
+
+  const std::size_t es = dtype_size(p.dtype);
+  auto input = [&](const char* name, const StridedView& view, std::int64_t base) {
+    auto bytes = read_elements(w, g.get(), name, p.dtype, shape_of(view));
+    return place(w, name, view, base, es, bytes);
+  };
+  GuardedBuffer q = input("q", q_view(p), p.q.base_offset);
+  GuardedBuffer k = input("k", k_view(p), p.k.base_offset);
+  GuardedBuffer v = input("v", v_view(p), p.v.base_offset);
+
+  std::optional<GuardedBuffer> mask;
+  if (p.mask != MaskKind::none) {
+    // Stored shape: 1 in broadcast dimensions. With the mask view's strides (0 there) the
+    // memory layout is the mask view's own.
+    StridedView stored = mask_view(p);
+    for (int d = 0; d < 4; ++d) {
+      if (p.mask_broadcast & (1u << d)) stored.shape[d] = 1;
+    }
+    const std::vector<std::int64_t> dims = shape_of(stored);
+    if (p.mask == MaskKind::boolean) {
+      const std::string what = "dataset 'mask'";
+      if (!h5::exists(w, g.get(), "mask")) h5::fail_schema(w, what, "missing");
+      Handle ds = h5::open_dataset(w, g.get(), "mask");
+      const h5::DatasetShape s = h5::dataset_shape(w, ds.get(), "mask");
+      if ((s.kind != h5::Kind::unsigned_int && s.kind != h5::Kind::signed_int) || s.size != 1) {
+        h5::fail_schema(w, what, "a bool mask is stored as uint8 (0 = masked, 1 = attend)");
+      }
+      if (s.dims != dims) {
+        h5::fail_schema(w, what,
+                        "expected shape " + h5::dims_text(dims) + ", got " + h5::dims_text(s.dims));
+      }
+      std::vector<unsigned char> bytes(static_cast<std::size_t>(product(dims)));
+      if (!bytes.empty()) h5::read(w, ds.get(), "mask", H5T_NATIVE_UINT8, bytes.data());
+      for (std::size_t i = 0; i < bytes.size(); ++i) {
+        if (bytes[i] > 1) {
+          h5::fail_schema(w, what,
+                          "bool mask value " + std::to_string(bytes[i]) + " at flat index " +
+                              std::to_string(i) + " (must be 0 or 1)");
+        }
+      }
+      mask.emplace(place(w, "mask", stored, 0, 1, bytes));
+    } else {
+      auto bytes = read_elements(w, g.get(), "mask", p.dtype, dims);
+      mask.emplace(place(w, "mask", stored, 0, es, bytes));
+    }
+  } else if (h5::exists(w, g.get(), "mask")) {
+    h5::fail_schema(w, "dataset 'mask'", "present, but the case ID has no mask");
+  }
+
+  if (!p.seqlens_q.empty()) check_lengths(w, g.get(), "seqlens_q", p.seqlens_q);
+  if (!p.seqlens_kv.empty()) check_lengths(w, g.get(), "seqlens_kv", p.seqlens_kv);
+  if (p.packed) {
+    check_lengths(w, g.get(), "cu_seqlens_q", cu_seqlens_q(p));
+    check_lengths(w, g.get(), "cu_seqlens_kv", cu_seqlens_kv(p));
+  }
+
+  const std::int64_t B = p.batch, H = p.heads_q, L = p.len_q, S = p.len_kv, Dv = p.head_dim_v;
+  std::vector<double> o = read_f64(w, g.get(), "o", {B, H, L, Dv});
+  std::vector<double> lse = read_f64(w, g.get(), "lse", {B, H, L});
+  std::vector<double> weights;
+  const bool has_weights = h5::exists(w, g.get(), "weights");
+  if (p.want_weights && !has_weights) {
+    h5::fail_schema(w, "dataset 'weights'", "missing (the case ID asks for attnw)");
+  }
+  if (has_weights && !p.want_weights) {
+    h5::fail_schema(w, "dataset 'weights'", "present, but the case ID has no attnw");
+  }
+  if (has_weights) weights = read_f64(w, g.get(), "weights", {B, H, L, S});
+
+  GoldenCase out{id,
+                 std::move(c),
+                 std::move(q),
+                 std::move(k),
+                 std::move(v),
+                 std::move(mask),
+                 std::move(o),
+                 std::move(lse),
+                 std::move(weights),
+                 has_weights,
+                 h5::string_attribute(w, g.get(), "", "family").value_or(""),
+                 h5::string_attribute(w, g.get(), "", "data").value_or(""),
+                 h5::string_attribute(w, g.get(), "", "note").value_or("")};
+  return out;
+}
+
+}  // namespace sdpa::golden

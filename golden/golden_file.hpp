@@ -1,0 +1,79 @@
+// Reading golden files (golden/SCHEMA.md) with the HDF5 C API.
+//
+// A golden file holds, per case, the inputs in their element type and the expected
+// outputs in f64, computed by an independent arbitrary-precision implementation
+// (golden/generate.py) or captured from another framework. The loader turns one case into
+// the problem (parsed from the group name, the canonical case ID), guarded input buffers
+// laid out as the problem's views describe (gaps and margins poisoned), and the expected
+// outputs, checking everything the schema promises on the way.
+//
+// Errors: every failure throws, with a message that names the file, the group and the
+// dataset or attribute: std::runtime_error for a file that cannot be read (missing,
+// not HDF5, truncated, corrupt: HDF5's own message is appended), std::invalid_argument
+// for a readable file that breaks the schema (wrong schema version, missing dataset,
+// wrong shape or type, a value out of range, a group name that is not a canonical ID).
+// HDF5's automatic error printing is switched off; its messages only reach ours.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/case_id.hpp"
+#include "core/guarded_buffer.hpp"
+
+namespace sdpa::golden {
+
+// The schema version this loader reads, and the version of docs/SEMANTICS.md the
+// expected outputs must follow.
+inline constexpr std::int64_t kSchemaVersion = 1;
+inline constexpr const char* kSemanticsVersion = "1";
+
+// Root attributes of a golden file (provenance).
+struct FileInfo {
+  std::string path;               // as opened
+  std::int64_t schema_version;    // == kSchemaVersion
+  std::string semantics_version;  // == kSemanticsVersion
+  std::string generator;          // e.g. "golden/generate.py" or the capturing tool
+  std::string generator_version;  // version of that generator
+  std::int64_t precision_digits;  // significant decimal digits of the expected values' source
+  std::string set;                // optional: "smoke", "ci", ... ("" when absent)
+};
+
+// One SDPA case: its problem, inputs and expected outputs.
+struct GoldenCase {
+  std::string id;                     // group name = canonical case ID
+  Case c;                             // parsed from the ID
+  GuardedBuffer q, k, v;              // inputs in the problem's layout, snapshot taken
+  std::optional<GuardedBuffer> mask;  // the mask view (uint8 or dtype), when the ID has one
+  std::vector<double> o;              // [B, Hq, L, Dv] expected output (logical, padded rows 0)
+  std::vector<double> lse;            // [B, Hq, L] expected natural-log LSE (-inf: no key)
+  std::vector<double> weights;        // [B, Hq, L, S] after dropout; empty if absent
+  bool has_weights = false;           // the file holds weights for this case
+  std::string family, data, note;     // optional descriptive attributes ("" when absent)
+};
+
+class GoldenFile {
+ public:
+  // Opens and checks the root attributes; lists the cases. Throws as described above.
+  explicit GoldenFile(const std::string& path);
+  ~GoldenFile();
+  GoldenFile(GoldenFile&&) noexcept;
+  GoldenFile& operator=(GoldenFile&&) noexcept;
+  GoldenFile(const GoldenFile&) = delete;
+  GoldenFile& operator=(const GoldenFile&) = delete;
+
+  const FileInfo& info() const;
+  // SDPA case IDs (the groups under /sdpa), in byte order of the names.
+  const std::vector<std::string>& case_ids() const;
+  // Loads one SDPA case; throws std::invalid_argument for an unknown ID.
+  GoldenCase load(const std::string& id) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sdpa::golden

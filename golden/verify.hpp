@@ -1,0 +1,44 @@
+// Checking implementations against golden cases.
+//
+// compare_with_reference: the C++ reference (either precision) against the golden values.
+// Both are meant to be the exact result rounded once to f64, so they must agree to a few
+// f64 ulps of the error magnitudes: per element,
+//
+//   |ref - golden| <= c * 2^-53 * M + 2^-1074,
+//   M(o)       = |o| + mag_a + mag_c + mag_g               (the reference's magnitudes)
+//   M(lse)     = |lse| + lse_mag_c + lse_mag_g + 1
+//   M(weight)  = |w| * (2 + |s_j| + a_j + lse_mag_c + lse_mag_g)
+//
+// and the worst c is reported (s_j the logit, a_j = |scale| sum |Q K|, both recomputed from
+// the stored inputs). NaN must meet NaN, and infinities must be equal.
+//
+// judge_backend: a backend against the golden values, with the conformance tolerance model
+// (conformance/tolerance.hpp: the backend's precision contract and the reference's
+// magnitudes), guarded buffers and the statuses of TESTING.md.
+#pragma once
+
+#include <string>
+
+#include "conformance/check_case.hpp"
+#include "golden/golden_file.hpp"
+#include "reference/sdpa_reference.hpp"
+
+namespace sdpa::golden {
+
+struct Agreement {
+  double o = 0, lse = 0, weights = 0;             // worst c over O, LSE and the weights
+  std::string o_where, lse_where, weights_where;  // the element of each worst c
+  std::string mismatch;  // first NaN / inf mismatch ("" if none): a failure whatever c is
+  double worst() const;  // max of the three c (infinity with a mismatch)
+  std::string worst_where() const;
+};
+
+// Runs the reference on the golden inputs and measures the agreement.
+Agreement compare_with_reference(const GoldenCase& g, reference::Precision precision,
+                                 int threads = 0);
+
+// Runs `backend` on the golden inputs and judges its outputs against the golden values.
+CaseOutcome judge_backend(const Backend& backend, const GoldenCase& g, const Device& device,
+                          const RunOptions& options = {}, const ToleranceTable& table = {});
+
+}  // namespace sdpa::golden
