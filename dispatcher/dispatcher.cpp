@@ -178,6 +178,16 @@ Explanation explain(const Problem& p, const Device& device, const Policy& policy
   auto position = [](const std::vector<const Backend*>& v, const Backend* b) {
     return static_cast<int>(std::find(v.begin(), v.end(), b) - v.begin());
   };
+  // The order just before that rule ran: whoever was ahead of the chosen backend there lost
+  // its place to the rule, not to the priority.
+  std::vector<const Backend*> before_promoter = plan.base;
+  for (const auto& r : plan.rules) {
+    if (&r == promoter) break;
+    std::stable_partition(before_promoter.begin(), before_promoter.end(), [&](const Backend* b) {
+      return std::find(r.promoted.begin(), r.promoted.end(), b->name()) != r.promoted.end();
+    });
+  }
+  const std::string source = e.order_source + (plan.rules.empty() ? "" : " after the rules");
   for (const Backend* b : backends) {
     BackendVerdict v;
     v.name = std::string(b->name());
@@ -193,18 +203,18 @@ Explanation explain(const Problem& p, const Device& device, const Policy& policy
     if (b == chosen) {
       v.verdict = Verdict::chosen;
       v.reasons = {promoter ? "eligible, and rule " + promoter->name + " moved it to the front"
-                            : "eligible, and first in the " + e.order_source};
+                            : "the first backend in the " + e.order_source + " that supports it"};
     } else if (!s.ok()) {
       v.verdict = Verdict::rejected;
       v.reasons = s.reasons;
-    } else if (promoter && position(plan.base, b) < position(plan.base, chosen)) {
+    } else if (promoter && position(before_promoter, b) < position(before_promoter, chosen)) {
       v.verdict = Verdict::not_preferred;
       v.reasons = {"eligible, but rule " + promoter->name + " put " + std::string(chosen->name()) +
                    " first: " + promoter->why};
     } else {
       v.verdict = Verdict::lower_priority;
-      v.reasons = {"eligible, but " + std::string(chosen->name()) + " comes before it in the " +
-                   e.order_source};
+      v.reasons = {"eligible, but " + std::string(chosen->name()) + " comes first in the " +
+                   source};
     }
     e.backends.push_back(std::move(v));
   }

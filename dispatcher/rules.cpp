@@ -48,9 +48,11 @@ const std::vector<std::string>& rule_names() {
 std::vector<RuleFiring> apply_rules(const Problem& p, const Device& device,
                                     std::vector<const Backend*>& order) {
   std::vector<RuleFiring> fired;
+  // A rule only promotes backends that run on this kind of device.
   auto fire = [&](std::string name, std::string why,
                   const std::function<bool(const Backend&)>& pick) {
-    auto moved = promote(order, pick);
+    auto moved = promote(
+        order, [&](const Backend& b) { return b.capabilities().device == device.kind && pick(b); });
     if (!moved.empty()) fired.push_back({std::move(name), std::move(why), std::move(moved)});
   };
   const bool gpu = device.kind == DeviceKind::cuda;

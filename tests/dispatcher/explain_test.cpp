@@ -1,0 +1,208 @@
+// explain(): every backend's verdict with its sentence, the rules that fired and why.
+#include <gtest/gtest.h>
+
+#include "dispatcher/dispatcher.hpp"
+#include "test_backends.hpp"
+
+namespace sdpa {
+namespace {
+
+using dispatch::Explanation;
+using dispatch::Outcome;
+using dispatch::Policy;
+using dispatch::Verdict;
+
+Explanation explain(const std::string& id, const std::string& dev, const Policy& p = Policy{}) {
+  return dispatch::explain(testing::problem(id + ".seed1.gen=normal"), testing::device(dev), p,
+                           testing::test_registry());
+}
+
+const dispatch::BackendVerdict& verdict(const Explanation& e, const std::string& name) {
+  for (const auto& b : e.backends) {
+    if (b.name == name) return b;
+  }
+  throw std::logic_error("no verdict for " + name);
+}
+
+TEST(Explain, ChosenLowerPriorityAndRejected) {
+  const auto e = explain("b2.hq8.l128.s128.dqk64.f16", "sm80");
+  EXPECT_EQ(e.outcome, Outcome::selected);
+  EXPECT_EQ(e.chosen, "cuda.flash");
+  EXPECT_EQ(e.order_source, "registry order");
+  EXPECT_TRUE(e.rules.empty());
+  EXPECT_EQ(e.order,
+            (std::vector<std::string>{"cpu.flash", "cpu.mem_efficient", "cpu.math", "cuda.flash",
+                                      "cuda.mem_efficient", "cuda.math", "cuda.cudnn"}));
+  ASSERT_EQ(e.backends.size(), 7u);
+  const auto& flash = verdict(e, "cuda.flash");
+  EXPECT_EQ(flash.verdict, Verdict::chosen);
+  EXPECT_EQ(flash.rank, 3);
+  EXPECT_EQ(flash.reasons,
+            (std::vector<std::string>{"the first backend in the registry order that supports it"}));
+  const auto& mem = verdict(e, "cuda.mem_efficient");
+  EXPECT_EQ(mem.verdict, Verdict::lower_priority);
+  EXPECT_EQ(
+      mem.reasons,
+      (std::vector<std::string>{"eligible, but cuda.flash comes first in the registry order"}));
+  const auto& cpu = verdict(e, "cpu.flash");
+  EXPECT_EQ(cpu.verdict, Verdict::rejected);
+  EXPECT_EQ(cpu.reasons, (std::vector<std::string>{"runs on CPU devices, not on sm80"}));
+  EXPECT_TRUE(e.message.empty());
+}
+
+TEST(Explain, DisabledBackendsAndExplicitPriority) {
+  Policy p;
+  p.enabled = std::vector<std::string>{"cuda.math", "cuda.flash"};
+  p.priority = {"cuda.math", "cuda.flash"};
+  const auto e = explain("b2.hq8.l128.s128.dqk64.f16", "sm80", p);
+  EXPECT_EQ(e.chosen, "cuda.math");
+  EXPECT_EQ(e.order_source, "explicit priority");
+  EXPECT_EQ(e.order, (std::vector<std::string>{"cuda.math", "cuda.flash"}));
+  EXPECT_EQ(
+      verdict(e, "cuda.flash").reasons,
+      (std::vector<std::string>{"eligible, but cuda.math comes first in the explicit priority"}));
+  const auto& mem = verdict(e, "cuda.mem_efficient");
+  EXPECT_EQ(mem.verdict, Verdict::disabled);
+  EXPECT_EQ(mem.rank, -1);
+  EXPECT_EQ(mem.reasons, (std::vector<std::string>{"disabled by the policy"}));
+}
+
+TEST(Explain, RulesDoNotApplyOverAnExplicitPriorityOrWhenOff) {
+  Policy p;
+  p.priority = {"cpu.flash"};
+  EXPECT_TRUE(explain("b1.hq1.l4.s4.dqk8.f32", "cpu-avx2", p).rules.empty());
+  EXPECT_EQ(explain("b1.hq1.l4.s4.dqk8.f32", "cpu-avx2", p).chosen, "cpu.flash");
+  Policy off;
+  off.heuristics = false;
+  EXPECT_TRUE(explain("b1.hq1.l4.s4.dqk8.f32", "cpu-avx2", off).rules.empty());
+}
+
+TEST(Explain, TinyPrefersMath) {
+  const auto e = explain("b1.hq1.l4.s4.dqk8.f32", "cpu-avx2");
+  ASSERT_EQ(e.rules.size(), 1u);
+  EXPECT_EQ(e.rules[0].name, "tiny_prefers_math");
+  EXPECT_EQ(e.rules[0].why,
+            "B*Hq*L*S*(Dqk+Dv)=256 <= 32768 on a CPU: the math path has no tiling or threading "
+            "overhead");
+  EXPECT_EQ(e.rules[0].promoted, (std::vector<std::string>{"cpu.math"}));
+  EXPECT_EQ(e.chosen, "cpu.math");
+  EXPECT_EQ(
+      verdict(e, "cpu.math").reasons,
+      (std::vector<std::string>{"eligible, and rule tiny_prefers_math moved it to the front"}));
+  const auto& flash = verdict(e, "cpu.flash");
+  EXPECT_EQ(flash.verdict, Verdict::not_preferred);
+  EXPECT_EQ(flash.reasons[0],
+            "eligible, but rule tiny_prefers_math put cpu.math first: B*Hq*L*S*(Dqk+Dv)=256 <= "
+            "32768 on a CPU: the math path has no tiling or threading overhead");
+  // At the limit and just above it.
+  EXPECT_EQ(explain("b1.hq1.l16.s16.dqk64.f32", "cpu-avx2").chosen, "cpu.math");   // 32768
+  EXPECT_EQ(explain("b1.hq1.l16.s16.dqk65.f32", "cpu-avx2").chosen, "cpu.flash");  // 33280
+  EXPECT_TRUE(explain("b1.hq1.l4.s4.dqk8.f16", "sm80").rules.empty()) << "CPU only";
+}
+
+TEST(Explain, DecodeSplitKv) {
+  const auto e = explain("b1.hq1.l1.s1024.dqk64.f32", "cpu-avx2");
+  ASSERT_EQ(e.rules.size(), 1u);
+  EXPECT_EQ(e.rules[0].name, "decode_split_kv");
+  EXPECT_EQ(e.rules[0].why,
+            "decode shape L=1 <= 4, S=1024 >= 256 and B*Hq=1 < 2 cores: split-KV backends spread "
+            "the keys over the device");
+  EXPECT_EQ(e.rules[0].promoted, (std::vector<std::string>{"cpu.mem_efficient"}));
+  EXPECT_EQ(e.chosen, "cpu.mem_efficient");
+  EXPECT_EQ(verdict(e, "cpu.flash").verdict, Verdict::not_preferred);
+  EXPECT_EQ(verdict(e, "cpu.math").verdict, Verdict::lower_priority);
+  EXPECT_EQ(verdict(e, "cpu.math").reasons[0],
+            "eligible, but cpu.mem_efficient comes first in the registry order after the rules");
+  // Each condition at its boundary.
+  EXPECT_TRUE(explain("b1.hq1.l4.s256.dqk64.f32", "cpu-avx2").chosen == "cpu.mem_efficient");
+  EXPECT_TRUE(explain("b1.hq1.l5.s256.dqk64.f32", "cpu-avx2").rules.empty());
+  EXPECT_TRUE(explain("b1.hq1.l4.s255.dqk64.f32", "cpu-avx2").rules.empty());
+  EXPECT_TRUE(explain("b1.hq2.l1.s1024.dqk64.f32", "cpu-avx2").rules.empty());
+  EXPECT_EQ(explain("b1.hq2.l1.s1024.dqk64.f32", "cpu-avx2:cores=3").chosen, "cpu.mem_efficient");
+}
+
+TEST(Explain, CudnnPreferredThenDecodeOnSm90) {
+  const auto e = explain("b1.hq8.l1.s4096.dqk128.f16", "sm90");
+  ASSERT_EQ(e.rules.size(), 2u);
+  EXPECT_EQ(e.rules[0].name, "cudnn_preferred");
+  EXPECT_EQ(e.rules[0].why,
+            "sm90 with cuDNN 9.16.0 > 9.15.0: PyTorch puts cuDNN first on sm9x / sm10x");
+  EXPECT_EQ(e.rules[0].promoted, (std::vector<std::string>{"cuda.cudnn"}));
+  EXPECT_EQ(e.rules[1].name, "decode_split_kv");
+  EXPECT_EQ(e.rules[1].promoted, (std::vector<std::string>{"cuda.flash"})) << "GPU backends only";
+  EXPECT_EQ(e.chosen, "cuda.flash");
+  EXPECT_EQ(e.order[0], "cuda.flash");
+  EXPECT_EQ(e.order[1], "cuda.cudnn");
+  const auto& cudnn = verdict(e, "cuda.cudnn");
+  EXPECT_EQ(cudnn.verdict, Verdict::not_preferred);
+  EXPECT_EQ(
+      cudnn.reasons[0],
+      "eligible, but rule decode_split_kv put cuda.flash first: decode shape L=1 <= 4, "
+      "S=4096 >= 256 and B*Hq=8 < 132 SMs: split-KV backends spread the keys over the device");
+  EXPECT_EQ(verdict(e, "cuda.mem_efficient").verdict, Verdict::lower_priority);
+}
+
+TEST(Explain, CudnnPreferredConditions) {
+  const std::string id = "b2.hq8.l128.s128.dqk64.f16";
+  EXPECT_EQ(explain(id, "sm90").rules.size(), 1u);
+  EXPECT_EQ(explain(id, "sm100").rules.size(), 1u);
+  EXPECT_EQ(explain(id, "sm103").rules.size(), 1u);
+  EXPECT_TRUE(explain(id, "sm101").rules.empty()) << "minor 1 below CUDA 13";
+  EXPECT_EQ(explain(id, "sm101:cuda=13.0").rules.size(), 1u);
+  EXPECT_TRUE(explain(id, "sm90:cudnn=9.15.0").rules.empty());
+  EXPECT_TRUE(explain(id, "sm89").rules.empty());
+  EXPECT_TRUE(explain(id, "sm121").rules.empty());
+  Policy p;
+  p.enabled = std::vector<std::string>{"cuda.flash"};
+  EXPECT_TRUE(explain(id, "sm90", p).rules.empty()) << "nothing to promote: the rule does not fire";
+}
+
+TEST(Explain, NoViableAndNoneEnabledAreOutcomes) {
+  Policy only;
+  only.enabled = std::vector<std::string>{"cuda.flash"};
+  const auto e = explain("b2.hq8.l128.s128.dqk64.f32", "sm80", only);
+  EXPECT_EQ(e.outcome, Outcome::no_viable_backend);
+  EXPECT_TRUE(e.chosen.empty());
+  EXPECT_EQ(verdict(e, "cuda.flash").verdict, Verdict::rejected);
+  EXPECT_EQ(e.message,
+            "no enabled backend can run this problem on sm80\nrejected backends:\n  cuda.flash:\n"
+            "    - dtype f32 is not supported (supported: f16, bf16)\ndisabled by the policy: "
+            "cpu.flash, cpu.mem_efficient, cpu.math, cuda.mem_efficient, cuda.math, cuda.cudnn");
+  Policy none;
+  none.enabled = std::vector<std::string>{};
+  const auto n = explain("b2.hq8.l128.s128.dqk64.f32", "sm80", none);
+  EXPECT_EQ(n.outcome, Outcome::no_backend_enabled);
+  EXPECT_TRUE(n.order.empty());
+  for (const auto& b : n.backends) EXPECT_EQ(b.verdict, Verdict::disabled);
+}
+
+TEST(Explain, RejectedListsEveryReasonOfSupports) {
+  const auto e = explain("b1.hq2.l3.s5.dqk300.dv8.f32.causal=tl.mask=add", "sm80");
+  const auto& flash = verdict(e, "cuda.flash");
+  const Support s = cuda::flash_backend().supports(
+      testing::problem("b1.hq2.l3.s5.dqk300.dv8.f32.causal=tl.mask=add.seed1.gen=normal"),
+      testing::device("sm80"));
+  EXPECT_EQ(flash.reasons, s.reasons);
+  EXPECT_GE(flash.reasons.size(), 4u);
+}
+
+TEST(Explain, NamesOfVerdictsAndOutcomes) {
+  EXPECT_STREQ(dispatch::verdict_name(Verdict::chosen), "chosen");
+  EXPECT_STREQ(dispatch::verdict_name(Verdict::lower_priority), "lower_priority");
+  EXPECT_STREQ(dispatch::verdict_name(Verdict::not_preferred), "not_preferred");
+  EXPECT_STREQ(dispatch::verdict_name(Verdict::rejected), "rejected");
+  EXPECT_STREQ(dispatch::verdict_name(Verdict::disabled), "disabled");
+  EXPECT_STREQ(dispatch::outcome_name(Outcome::selected), "selected");
+  EXPECT_STREQ(dispatch::outcome_name(Outcome::no_backend_enabled), "no_backend_enabled");
+  EXPECT_STREQ(dispatch::outcome_name(Outcome::no_viable_backend), "no_viable_backend");
+  EXPECT_STREQ(dispatch::outcome_name(Outcome::invalid_problem), "invalid_problem");
+  EXPECT_EQ(dispatch::rule_names(),
+            (std::vector<std::string>{"cudnn_preferred", "decode_split_kv", "tiny_prefers_math"}));
+  EXPECT_TRUE(dispatch::backend_traits("cpu.mem_efficient").split_kv);
+  EXPECT_TRUE(dispatch::backend_traits("cuda.flash").split_kv);
+  EXPECT_TRUE(dispatch::backend_traits("cuda.math").math);
+  EXPECT_FALSE(dispatch::backend_traits("cuda.cudnn").split_kv);
+}
+
+}  // namespace
+}  // namespace sdpa
