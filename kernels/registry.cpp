@@ -1,5 +1,6 @@
 #include "kernels/registry.hpp"
 
+#include "kernels/cpu/cpu_backends.hpp"
 #include "kernels/cuda/cuda_backends.hpp"
 
 namespace sdpa {
@@ -8,6 +9,7 @@ namespace sdpa {
 // order (docs/DISPATCH.md explains it).
 const std::vector<const Backend*>& builtin_backends() {
   static const std::vector<const Backend*> list = {
+      &cpu::flash_backend(),
       // CUDA descriptors, after the CPU backends, in PyTorch's default order (flash,
       // efficient, math, cudnn); cuDNN first on sm9x / sm10x is a dispatcher rule.
       &cuda::flash_backend(),

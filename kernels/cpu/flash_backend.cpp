@@ -1,0 +1,248 @@
+// cpu.flash: the FlashAttention-2 forward algorithm on the CPU (docs/KERNELS.md).
+//
+// This file is the driver: it checks and flattens the problem, cuts it into work items
+// (a tile of up to kRowTile (head, query) rows of one kv head's group), and runs the items
+// on OpenMP threads with dynamic scheduling. Each item is computed start to finish by one
+// thread, by the kernel of the chosen SIMD target (flash_<target>.cpp), in a fixed order,
+// so the output bits do not depend on the thread count or on the rest of the batch.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <new>
+#include <stdexcept>
+#include <vector>
+
+#include "core/philox.hpp"
+#include "kernels/cpu/cpu_backends.hpp"
+#include "kernels/cpu/flash_kernel.hpp"
+#include "kernels/cpu/simd_target.hpp"
+
+namespace sdpa::cpu {
+namespace {
+
+using i64 = std::int64_t;
+using flash::Item;
+using flash::kKeyBlock;
+using flash::kMaxHeadDim;
+using flash::kRowAlign;
+using flash::kRowTile;
+using flash::Params;
+
+i64 round_up(i64 a, i64 m) { return (a + m - 1) / m * m; }
+
+Capabilities make_capabilities() {
+  Capabilities c;
+  c.dtypes = {DType::f32, DType::f16, DType::bf16};
+  c.device = DeviceKind::cpu;
+  c.max_head_dim = kMaxHeadDim;
+  c.weights_output = false;
+  c.deterministic = true;
+  c.batch_invariant = true;
+  return c;
+}
+
+// Per-thread scratch: sized by the tile constants and the head dims only (not L or S).
+flash::ScratchLayout scratch_layout(i64 dqk, i64 dv, bool dropout, bool bf16_dot) {
+  flash::ScratchLayout s;
+  std::size_t at = 0;
+  auto take = [&](i64 bytes) {
+    const std::size_t here = at;
+    at += static_cast<std::size_t>(round_up(std::max<i64>(bytes, 0), 64));
+    return here;
+  };
+  const i64 rp = round_up(kRowTile, kRowAlign), bc = kKeyBlock;
+  const i64 dq2 = (dqk + 1) / 2;
+  s.qt = take(dqk * rp * 4);
+  s.kb = take(bf16_dot ? 0 : bc * dqk * 4);
+  s.vb = take(bf16_dot ? 0 : bc * dv * 4);
+  s.st = take(bc * rp * 4);
+  s.ot = take(dv * rp * 4);
+  s.keep = take(dropout ? bc * rp * 4 : 0);
+  s.rowf = take(5 * rp * 4);
+  s.rowi = take(2 * rp * 8);
+  s.tmp = take((2 * round_up(std::max(dqk, dv), 32) + 64) * 4);
+  s.qt2 = take(bf16_dot ? dq2 * rp * 4 : 0);
+  s.kb2 = take(bf16_dot ? (bc + 1) * dq2 * 4 : 0);
+  s.vp2 = take(bf16_dot ? (bc / 2 + 1) * dv * 4 : 0);
+  s.p2 = take(bf16_dot ? (bc / 2 + 1) * rp * 4 : 0);
+  s.bytes = at;
+  return s;
+}
+
+struct FreeDeleter {
+  void operator()(unsigned char* p) const { std::free(p); }
+};
+
+class FlashBackend final : public Backend {
+ public:
+  std::string_view name() const override { return "cpu.flash"; }
+
+  const Capabilities& capabilities() const override {
+    static const Capabilities caps = make_capabilities();
+    return caps;
+  }
+
+  // f32 accumulators for QK^T and PV; bf16 inputs round P to bf16 before PV on the
+  // avx512bf16 target (vdpbf16ps), other targets keep P in f32 (inside that contract).
+  PrecisionContract precision(DType dtype) const override {
+    PrecisionContract c;
+    c.accumulate = DType::f32;
+    c.p_type = dtype == DType::bf16 ? DType::bf16 : DType::f32;
+    c.online_softmax = true;
+    c.key_block = kKeyBlock;
+    return c;
+  }
+
+  Support supports(const Problem& p, const Device& device) const override {
+    Support s;
+    check_capabilities(capabilities(), p, device, s);
+    return s;
+  }
+
+  void run(const Problem& p, const Buffers& buf, const RunOptions& options) const override;
+};
+
+void FlashBackend::run(const Problem& p, const Buffers& buf, const RunOptions& options) const {
+  static const Device cpu = detect_cpu();
+  const SimdTarget target = choose_simd_target(cpu.cpu, options.simd_target);
+  flash::ItemFn fn = nullptr;
+  switch (target) {
+    case SimdTarget::scalar:
+      fn = flash::run_item_scalar;
+      break;
+    case SimdTarget::avx2:
+      fn = flash::run_item_avx2;
+      break;
+    case SimdTarget::avx512:
+      fn = flash::run_item_avx512;
+      break;
+    case SimdTarget::avx512bf16:
+      fn = flash::run_item_avx512bf16;
+      break;
+  }
+
+  const i64 B = p.batch, Hq = p.heads_q, L = p.len_q;
+  std::vector<i64> lens_q(static_cast<std::size_t>(B)), lens_kv(static_cast<std::size_t>(B));
+  for (i64 b = 0; b < B; ++b) {
+    lens_q[b] = seqlen_q(p, b);
+    lens_kv[b] = seqlen_kv(p, b);
+  }
+  const std::vector<i64> cu_q = cu_seqlens_q(p), cu_kv = cu_seqlens_kv(p);
+
+  Params P;
+  P.batch = B;
+  P.heads_q = Hq;
+  P.heads_kv = p.heads_kv;
+  P.group = p.heads_kv > 0 ? Hq / p.heads_kv : 1;
+  P.len_q = L;
+  P.len_kv = p.len_kv;
+  P.dqk = p.head_dim_qk;
+  P.dv = p.head_dim_v;
+  P.dtype = p.dtype;
+  P.q = buf.q;
+  P.k = buf.k;
+  P.v = buf.v;
+  P.mask = buf.mask;
+  P.o = buf.o;
+  P.lse = p.want_lse ? buf.lse : nullptr;
+  const StridedView mv = mask_view(p);
+  for (int d = 0; d < 4; ++d) {
+    P.qs[d] = p.q.stride[d];
+    P.ks[d] = p.k.stride[d];
+    P.vs[d] = p.v.stride[d];
+    P.os[d] = p.o.stride[d];
+    P.ms[d] = mv.stride[d];
+  }
+  P.packed = p.packed;
+  P.cu_q = cu_q.data();
+  P.cu_kv = cu_kv.data();
+  P.lens_q = lens_q.data();
+  P.lens_kv = lens_kv.data();
+  P.causal = p.causal == Causal::top_left ? 1 : p.causal == Causal::bottom_right ? 2 : 0;
+  P.window = p.window.enabled;
+  P.win_left = p.window.left;
+  P.win_right = p.window.right;
+  P.win_br = p.window.align == Align::bottom_right;
+  P.mask_kind = p.mask == MaskKind::boolean ? 1 : p.mask == MaskKind::additive ? 2 : 0;
+  P.scale = static_cast<float>(effective_scale(p));
+  P.softcap = static_cast<float>(p.softcap);
+  P.dropout = p.dropout_p > 0;
+  P.drop_threshold = P.dropout ? dropout_threshold(p.dropout_p) : 0;
+  P.drop_seed = p.dropout_seed;
+  P.drop_offset = p.dropout_offset;
+  P.keep_scale = P.dropout ? 1.0 / (1.0 - p.dropout_p) : 1.0;
+  P.bf16_dot = target == SimdTarget::avx512bf16 && p.dtype == DType::bf16;
+  P.scratch = scratch_layout(P.dqk, P.dv, P.dropout, P.bf16_dot);
+
+  // Query rows beyond L_b (padding): O = 0 (unpacked layout only) and LSE = -inf.
+  const std::size_t es = dtype_size(p.dtype);
+  for (i64 b = 0; b < B; ++b) {
+    for (i64 h = 0; h < Hq; ++h) {
+      for (i64 i = lens_q[b]; i < L; ++i) {
+        if (P.lse) P.lse[(b * Hq + h) * L + i] = -std::numeric_limits<float>::infinity();
+        if (p.packed) continue;
+        for (i64 d = 0; d < P.dv; ++d) {
+          const i64 off = b * P.os[0] + h * P.os[1] + i * P.os[2] + d * P.os[3];
+          std::memset(static_cast<unsigned char*>(buf.o) + off * static_cast<i64>(es), 0, es);
+        }
+      }
+    }
+  }
+
+  // Work items: one kv head's group of query heads (up to kRowTile of them) times a block
+  // of query rows, so that each K/V block is loaded once for the whole group. Later query
+  // blocks first: under a causal mask they are the longest, which evens out the threads.
+  std::vector<Item> items;
+  const i64 G = P.group;
+  const i64 ng = std::min<i64>(std::max<i64>(G, 1), kRowTile);
+  for (i64 b = 0; b < B; ++b) {
+    const i64 lb = lens_q[b];
+    if (lb == 0) continue;
+    const i64 ni = std::min<i64>(std::max<i64>(kRowTile / ng, 1), lb);
+    for (i64 hk = 0; hk < p.heads_kv; ++hk) {
+      for (i64 g0 = 0; g0 < G; g0 += ng) {
+        for (i64 i0 = (lb - 1) / ni * ni; i0 >= 0; i0 -= ni) {
+          items.push_back({b, hk, g0, std::min(ng, G - g0), i0, std::min(ni, lb - i0)});
+        }
+      }
+    }
+  }
+  if (items.empty()) return;
+
+  int threads = options.threads > 0 ? options.threads : omp_get_max_threads();
+  threads = static_cast<int>(std::min<i64>(threads, static_cast<i64>(items.size())));
+  threads = std::max(threads, 1);
+  std::vector<std::unique_ptr<unsigned char, FreeDeleter>> scratch;
+  for (int t = 0; t < threads; ++t) {
+    auto* mem = static_cast<unsigned char*>(std::aligned_alloc(
+        64, static_cast<std::size_t>(
+                round_up(static_cast<i64>(std::max<std::size_t>(P.scratch.bytes, 64)), 64))));
+    if (!mem) throw std::bad_alloc();
+    std::memset(mem, 0, P.scratch.bytes);
+    scratch.emplace_back(mem);
+  }
+  const i64 n_items = static_cast<i64>(items.size());
+  if (threads == 1) {
+    for (const Item& it : items) fn(P, it, scratch[0].get());
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    unsigned char* mine = scratch[static_cast<std::size_t>(omp_get_thread_num())].get();
+#pragma omp for schedule(dynamic, 1)
+    for (i64 x = 0; x < n_items; ++x) fn(P, items[static_cast<std::size_t>(x)], mine);
+  }
+}
+
+}  // namespace
+
+const Backend& flash_backend() {
+  static const FlashBackend backend;
+  return backend;
+}
+
+}  // namespace sdpa::cpu

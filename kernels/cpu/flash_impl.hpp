@@ -1,0 +1,813 @@
+// The cpu.flash kernel (FlashAttention-2 forward), compiled once per SIMD target: each
+// flash_<target>.cpp defines FLASH_LEVEL (0 scalar, 1 avx2, 2 avx512, 3 avx512bf16) and
+// FLASH_ENTRY (the exported function's name), then includes this file. Everything but the
+// entry point has internal linkage, so the linker never merges code compiled with one
+// target's instruction set into another's.
+//
+// One work item is a tile of up to kRowTile (head, query) rows sharing one kv head. The
+// tile is held transposed, rows along the vector lanes:
+//   S^T[j][r] = sum_d K[j][d] Q^T[d][r]    (GEMM 1: broadcast K, vector of rows of Q^T)
+//   online softmax per lane over each key block of kKeyBlock keys (running max m, sum l)
+//   O^T[d][r] = alpha[r] O^T[d][r] + sum_j V[j][d] P^T[j][r]   (GEMM 2)
+// Each lane (tile row) runs its own fixed sequence of operations: key blocks at fixed
+// multiples of kKeyBlock, keys and head dims in increasing order. No row's arithmetic
+// depends on the other rows of its tile or on the thread that runs it, which is what
+// determinism and batch invariance rest on. A key block a row does not attend is an exact
+// no-op for that row (rescale by exactly 1, add exact zeros), so skipping it or not gives
+// the same bits.
+// GCC 12 reports its own intrinsics' "__Y = __Y" idiom (avx512fintrin.h) as uninitialized.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "core/dtype.hpp"
+#include "core/philox.hpp"
+#include "kernels/cpu/flash_kernel.hpp"
+
+#ifndef FLASH_LEVEL
+#error "define FLASH_LEVEL before including flash_impl.hpp"
+#endif
+
+namespace sdpa::cpu::flash {
+namespace {
+
+using i64 = std::int64_t;
+constexpr float kNegInf = -__builtin_inff();
+constexpr float kLog2e = 1.44269504088896340736f;
+constexpr double kLn2 = 0.693147180559945309417232121458;
+
+inline i64 imin(i64 a, i64 b) { return a < b ? a : b; }
+inline i64 imax(i64 a, i64 b) { return a > b ? a : b; }
+inline i64 round_up(i64 a, i64 m) { return (a + m - 1) / m * m; }
+
+// 2^f for f in [-0.5, 0.5] (Cephes exp2f coefficients): relative error 7.9e-8 with fused
+// multiply-adds, about 1.3 units of f32 roundoff.
+constexpr float kP0 = 1.535336188319500e-4f, kP1 = 1.339887440266574e-3f,
+                kP2 = 9.618437357674640e-3f, kP3 = 5.550332471162809e-2f,
+                kP4 = 2.402264791363012e-1f, kP5 = 6.931472028550421e-1f;
+
+// Scalar 2^x with the same algorithm (no fused multiply-add): 0 below -126, NaN kept.
+inline float scalar_exp2(float x) {
+  if (x != x) return x;
+  if (x < -126.0f) return 0.0f;
+  const float t = x + 12582912.0f;  // 1.5 * 2^23: rounds x to an integer
+  const float n = t - 12582912.0f;
+  const float f = x - n;  // exact, in [-0.5, 0.5]
+  float r = kP0;
+  r = r * f + kP1;
+  r = r * f + kP2;
+  r = r * f + kP3;
+  r = r * f + kP4;
+  r = r * f + kP5;
+  r = r * f + 1.0f;
+  const std::uint32_t bits = static_cast<std::uint32_t>(static_cast<std::int32_t>(n) + 127) << 23;
+  float s;
+  std::memcpy(&s, &bits, 4);
+  return r * s;
+}
+
+inline float bf16_bits_to_float(std::uint16_t b) {
+  const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// ================================================================== vector primitives
+// VF: 8 f32 lanes; VM: a lane mask.
+
+constexpr int W = 8;
+
+#if FLASH_LEVEL == 0
+
+struct VF {
+  float x[W];
+};
+struct VM {
+  bool x[W];
+};
+inline VF vset(float a) {
+  VF r;
+  for (int l = 0; l < W; ++l) r.x[l] = a;
+  return r;
+}
+inline VF vzero() { return vset(0.0f); }
+inline VF vload(const float* p) {
+  VF r;
+  for (int l = 0; l < W; ++l) r.x[l] = p[l];
+  return r;
+}
+inline void vstore(float* p, VF a) {
+  for (int l = 0; l < W; ++l) p[l] = a.x[l];
+}
+#define FLASH_VOP(name, expr)                    \
+  inline VF name(VF a, VF b) {                   \
+    VF r;                                        \
+    for (int l = 0; l < W; ++l) r.x[l] = (expr); \
+    return r;                                    \
+  }
+FLASH_VOP(vadd, a.x[l] + b.x[l])
+FLASH_VOP(vsub, a.x[l] - b.x[l])
+FLASH_VOP(vmul, a.x[l] * b.x[l])
+// Like x86 max: the second operand when either is NaN.
+FLASH_VOP(vmax, a.x[l] > b.x[l] ? a.x[l] : b.x[l])
+#undef FLASH_VOP
+inline VF vfma(VF a, VF b, VF c) {  // a * b + c, two roundings (portable)
+  VF r;
+  for (int l = 0; l < W; ++l) r.x[l] = a.x[l] * b.x[l] + c.x[l];
+  return r;
+}
+inline VM vle(VF a, VF b) {
+  VM r;
+  for (int l = 0; l < W; ++l) r.x[l] = a.x[l] <= b.x[l];
+  return r;
+}
+inline VM vlt(VF a, VF b) {
+  VM r;
+  for (int l = 0; l < W; ++l) r.x[l] = a.x[l] < b.x[l];
+  return r;
+}
+inline VM veq(VF a, VF b) {
+  VM r;
+  for (int l = 0; l < W; ++l) r.x[l] = a.x[l] == b.x[l];
+  return r;
+}
+inline VM vand(VM a, VM b) {
+  VM r;
+  for (int l = 0; l < W; ++l) r.x[l] = a.x[l] && b.x[l];
+  return r;
+}
+inline VF vselect(VM m, VF a, VF b) {  // m ? a : b
+  VF r;
+  for (int l = 0; l < W; ++l) r.x[l] = m.x[l] ? a.x[l] : b.x[l];
+  return r;
+}
+inline VF vexp2(VF a) {
+  VF r;
+  for (int l = 0; l < W; ++l) r.x[l] = scalar_exp2(a.x[l]);
+  return r;
+}
+
+#else  // AVX2 and up: ymm (two FMA pipes for ymm, against one for zmm, on current Xeons)
+
+struct VF {
+  __m256 x;
+};
+struct VM {
+  __m256 x;
+};
+inline VF vset(float a) { return {_mm256_set1_ps(a)}; }
+inline VF vzero() { return {_mm256_setzero_ps()}; }
+inline VF vload(const float* p) { return {_mm256_loadu_ps(p)}; }
+inline void vstore(float* p, VF a) { _mm256_storeu_ps(p, a.x); }
+inline VF vadd(VF a, VF b) { return {_mm256_add_ps(a.x, b.x)}; }
+inline VF vsub(VF a, VF b) { return {_mm256_sub_ps(a.x, b.x)}; }
+inline VF vmul(VF a, VF b) { return {_mm256_mul_ps(a.x, b.x)}; }
+inline VF vmax(VF a, VF b) { return {_mm256_max_ps(a.x, b.x)}; }
+inline VF vfma(VF a, VF b, VF c) { return {_mm256_fmadd_ps(a.x, b.x, c.x)}; }
+inline VM vle(VF a, VF b) { return {_mm256_cmp_ps(a.x, b.x, _CMP_LE_OQ)}; }
+inline VM vlt(VF a, VF b) { return {_mm256_cmp_ps(a.x, b.x, _CMP_LT_OQ)}; }
+inline VM veq(VF a, VF b) { return {_mm256_cmp_ps(a.x, b.x, _CMP_EQ_OQ)}; }
+inline VM vand(VM a, VM b) { return {_mm256_and_ps(a.x, b.x)}; }
+inline VF vselect(VM m, VF a, VF b) { return {_mm256_blendv_ps(b.x, a.x, m.x)}; }
+// 2^x: round x to n, 2^f by the polynomial, times 2^n built in the exponent field.
+// x < -126 gives 0 (also -inf); NaN stays NaN (max keeps its second operand when NaN, and
+// the NaN lane's n converts to the integer indefinite, a harmless finite scale).
+inline VF vexp2(VF a) {
+  const __m256 x = _mm256_max_ps(_mm256_set1_ps(-126.0f), a.x);
+  const __m256 magic = _mm256_set1_ps(12582912.0f);
+  const __m256 t = _mm256_add_ps(x, magic);
+  const __m256 n = _mm256_sub_ps(t, magic);
+  const __m256 f = _mm256_sub_ps(x, n);
+  __m256 r = _mm256_fmadd_ps(_mm256_set1_ps(kP0), f, _mm256_set1_ps(kP1));
+  r = _mm256_fmadd_ps(r, f, _mm256_set1_ps(kP2));
+  r = _mm256_fmadd_ps(r, f, _mm256_set1_ps(kP3));
+  r = _mm256_fmadd_ps(r, f, _mm256_set1_ps(kP4));
+  r = _mm256_fmadd_ps(r, f, _mm256_set1_ps(kP5));
+  r = _mm256_fmadd_ps(r, f, _mm256_set1_ps(1.0f));
+  const __m256i e =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127)), 23);
+  r = _mm256_mul_ps(r, _mm256_castsi256_ps(e));
+  const __m256 under = _mm256_cmp_ps(a.x, _mm256_set1_ps(-126.0f), _CMP_LT_OQ);
+  return {_mm256_andnot_ps(under, r)};
+}
+
+#endif
+
+// ================================================================== rows of elements
+
+// dst[e] = float(src[off + e * stride]) for e < n (exact widening).
+inline void load_row(DType t, const void* base, i64 off, i64 stride, i64 n, float* dst) {
+  if (t == DType::f32) {
+    const float* s = static_cast<const float*>(base) + off;
+    if (stride == 1) {
+      std::memcpy(dst, s, static_cast<std::size_t>(n) * 4);
+    } else {
+      for (i64 e = 0; e < n; ++e) dst[e] = s[e * stride];
+    }
+    return;
+  }
+  const std::uint16_t* s = static_cast<const std::uint16_t*>(base) + off;
+  if (t == DType::bf16) {
+    i64 e = 0;
+#if FLASH_LEVEL >= 1
+    if (stride == 1) {
+      for (; e + 8 <= n; e += 8) {
+        const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + e));
+        _mm256_storeu_ps(dst + e,
+                         _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)));
+      }
+    }
+#endif
+    for (; e < n; ++e) dst[e] = bf16_bits_to_float(s[e * stride]);
+    return;
+  }
+  i64 e = 0;
+#if FLASH_LEVEL >= 1
+  if (stride == 1) {
+    for (; e + 8 <= n; e += 8) {
+      _mm256_storeu_ps(dst + e,
+                       _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + e))));
+    }
+  }
+  for (; e < n; ++e) dst[e] = _cvtsh_ss(s[e * stride]);
+#else
+  for (; e < n; ++e) dst[e] = half_to_float(s[e * stride]);
+#endif
+}
+
+// dst[off + e * stride] = round_to_nearest_even(src[e]) for e < n.
+inline void store_row(DType t, const float* src, i64 n, void* base, i64 off, i64 stride) {
+  if (t == DType::f32) {
+    float* d = static_cast<float*>(base) + off;
+    if (stride == 1) {
+      std::memcpy(d, src, static_cast<std::size_t>(n) * 4);
+    } else {
+      for (i64 e = 0; e < n; ++e) d[e * stride] = src[e];
+    }
+    return;
+  }
+  std::uint16_t* d = static_cast<std::uint16_t*>(base) + off;
+  i64 e = 0;
+#if FLASH_LEVEL >= 1
+  if (stride == 1) {
+    if (t == DType::f16) {
+      for (; e + 8 <= n; e += 8) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + e),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(src + e), _MM_FROUND_TO_NEAREST_INT));
+      }
+    } else {
+      // Round to nearest even on the bit pattern; NaN becomes a quiet NaN, sign kept.
+      for (; e + 8 <= n; e += 8) {
+        const __m256 x = _mm256_loadu_ps(src + e);
+        const __m256i b = _mm256_castps_si256(x);
+        const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
+        __m256i r = _mm256_add_epi32(b, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb));
+        r = _mm256_srli_epi32(r, 16);
+        const __m256i q = _mm256_or_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(0x40));
+        const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+        r = _mm256_castps_si256(
+            _mm256_blendv_ps(_mm256_castsi256_ps(r), _mm256_castsi256_ps(q), nan));
+        const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + e), _mm256_castsi256_si128(packed));
+      }
+    }
+  }
+#endif
+  if (t == DType::f16) {
+    for (; e < n; ++e) d[e * stride] = float_to_half(src[e]);
+  } else {
+    for (; e < n; ++e) d[e * stride] = float_to_bf16(src[e]);
+  }
+}
+
+inline float load_one(DType t, const void* base, i64 off) {
+  switch (t) {
+    case DType::f32:
+      return static_cast<const float*>(base)[off];
+    case DType::f16:
+      return half_to_float(static_cast<const std::uint16_t*>(base)[off]);
+    case DType::bf16:
+      return bf16_bits_to_float(static_cast<const std::uint16_t*>(base)[off]);
+    default:
+      return 0.0f;
+  }
+}
+
+// ================================================================== f32 micro-kernels
+
+#if FLASH_LEVEL == 0
+constexpr int kMR = 4, kNV = 2;  // portable: small tiles
+#elif FLASH_LEVEL == 1
+constexpr int kMR = 6, kNV = 2;  // 16 ymm registers: 12 accumulators
+#else
+constexpr int kMR = 6, kNV = 4;  // 32 ymm registers (AVX-512VL): 24 accumulators
+#endif
+constexpr int kPanel = kNV * W;  // tile rows one micro-kernel call covers
+
+// S^T[k][v*W + l] = sum_d kb[k*ldk + d] * qt[d*ldq + v*W + l] for k < MR, v < NV.
+template <int MR, int NV>
+void gemm1_tile(const float* kb, i64 ldk, const float* qt, i64 ldq, i64 depth, float* st, i64 lds) {
+  VF acc[MR][NV];
+  for (int k = 0; k < MR; ++k)
+    for (int v = 0; v < NV; ++v) acc[k][v] = vzero();
+  for (i64 d = 0; d < depth; ++d) {
+    VF q[NV];
+    for (int v = 0; v < NV; ++v) q[v] = vload(qt + d * ldq + v * W);
+    for (int k = 0; k < MR; ++k) {
+      const VF kk = vset(kb[k * ldk + d]);
+      for (int v = 0; v < NV; ++v) acc[k][v] = vfma(kk, q[v], acc[k][v]);
+    }
+  }
+  for (int k = 0; k < MR; ++k)
+    for (int v = 0; v < NV; ++v) vstore(st + k * lds + v * W, acc[k][v]);
+}
+
+// O^T[k][r] = alpha[r] O^T[k][r] + sum_{j < nj} vb[j*ldv + k] * pt[j*ldp + r] for k < MR,
+// r < NV*W; keys summed in increasing j.
+template <int MR, int NV>
+void gemm2_tile(const float* vb, i64 ldv, const float* pt, i64 ldp, i64 nj, const float* alpha,
+                float* ot, i64 ldo) {
+  VF acc[MR][NV];
+  VF a[NV];
+  for (int v = 0; v < NV; ++v) a[v] = vload(alpha + v * W);
+  for (int k = 0; k < MR; ++k)
+    for (int v = 0; v < NV; ++v) acc[k][v] = vmul(vload(ot + k * ldo + v * W), a[v]);
+  for (i64 j = 0; j < nj; ++j) {
+    VF pv[NV];
+    for (int v = 0; v < NV; ++v) pv[v] = vload(pt + j * ldp + v * W);
+    for (int k = 0; k < MR; ++k) {
+      const VF vv = vset(vb[j * ldv + k]);
+      for (int v = 0; v < NV; ++v) acc[k][v] = vfma(vv, pv[v], acc[k][v]);
+    }
+  }
+  for (int k = 0; k < MR; ++k)
+    for (int v = 0; v < NV; ++v) vstore(ot + k * ldo + v * W, acc[k][v]);
+}
+
+using Gemm1Fn = void (*)(const float*, i64, const float*, i64, i64, float*, i64);
+using Gemm2Fn = void (*)(const float*, i64, const float*, i64, i64, const float*, float*, i64);
+
+#define FLASH_MR_ROW(F, NV) \
+  { nullptr, F<1, NV>, F<2, NV>, F<3, NV>, F<4, NV>, F<5, NV>, F<6, NV> }
+#if FLASH_LEVEL <= 1
+constexpr Gemm1Fn kGemm1[kNV + 1][7] = {
+    {}, FLASH_MR_ROW(gemm1_tile, 1), FLASH_MR_ROW(gemm1_tile, 2)};
+constexpr Gemm2Fn kGemm2[kNV + 1][7] = {
+    {}, FLASH_MR_ROW(gemm2_tile, 1), FLASH_MR_ROW(gemm2_tile, 2)};
+#else
+constexpr Gemm1Fn kGemm1[kNV + 1][7] = {{},
+                                        FLASH_MR_ROW(gemm1_tile, 1),
+                                        FLASH_MR_ROW(gemm1_tile, 2),
+                                        FLASH_MR_ROW(gemm1_tile, 3),
+                                        FLASH_MR_ROW(gemm1_tile, 4)};
+constexpr Gemm2Fn kGemm2[kNV + 1][7] = {{},
+                                        FLASH_MR_ROW(gemm2_tile, 1),
+                                        FLASH_MR_ROW(gemm2_tile, 2),
+                                        FLASH_MR_ROW(gemm2_tile, 3),
+                                        FLASH_MR_ROW(gemm2_tile, 4)};
+#endif
+
+// ================================================================== bf16 micro-kernels
+#if FLASH_LEVEL == 3
+constexpr int kBMR = 6, kBNV = 4;  // 24 zmm accumulators; 16 rows per zmm
+constexpr int kBPanel = kBNV * 16;
+
+// S^T[k][r] = sum_e dot2(kb2[k*ldk + e], qt2[e*ldq + r]) for k < MR, r < NV*16 (bf16 pairs
+// along the head dim, f32 accumulation).
+template <int MR, int NV>
+void bgemm1_tile(const std::uint32_t* kb2, i64 ldk, const std::uint32_t* qt2, i64 ldq, i64 pairs,
+                 float* st, i64 lds) {
+  __m512 acc[MR][NV];
+  for (int k = 0; k < MR; ++k)
+    for (int v = 0; v < NV; ++v) acc[k][v] = _mm512_setzero_ps();
+  for (i64 e = 0; e < pairs; ++e) {
+    __m512bh q[NV];
+    for (int v = 0; v < NV; ++v) q[v] = (__m512bh)_mm512_loadu_si512(qt2 + e * ldq + v * 16);
+    for (int k = 0; k < MR; ++k) {
+      const __m512bh kk = (__m512bh)_mm512_set1_epi32(static_cast<int>(kb2[k * ldk + e]));
+      for (int v = 0; v < NV; ++v) acc[k][v] = _mm512_dpbf16_ps(acc[k][v], kk, q[v]);
+    }
+  }
+  for (int k = 0; k < MR; ++k)
+    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(st + k * lds + v * 16, acc[k][v]);
+}
+
+// O^T[k][r] = alpha[r] O^T[k][r] + sum_{jp < np} dot2(vp2[jp*ldv + k], p2[jp*ldp + r]):
+// key pairs, bf16 P and V, f32 accumulation.
+template <int MR, int NV>
+void bgemm2_tile(const std::uint32_t* vp2, i64 ldv, const std::uint32_t* p2, i64 ldp, i64 np,
+                 const float* alpha, float* ot, i64 ldo) {
+  __m512 acc[MR][NV];
+  __m512 a[NV];
+  for (int v = 0; v < NV; ++v) a[v] = _mm512_loadu_ps(alpha + v * 16);
+  for (int k = 0; k < MR; ++k)
+    for (int v = 0; v < NV; ++v)
+      acc[k][v] = _mm512_mul_ps(_mm512_loadu_ps(ot + k * ldo + v * 16), a[v]);
+  for (i64 jp = 0; jp < np; ++jp) {
+    __m512bh pv[NV];
+    for (int v = 0; v < NV; ++v) pv[v] = (__m512bh)_mm512_loadu_si512(p2 + jp * ldp + v * 16);
+    for (int k = 0; k < MR; ++k) {
+      const __m512bh vv = (__m512bh)_mm512_set1_epi32(static_cast<int>(vp2[jp * ldv + k]));
+      for (int v = 0; v < NV; ++v) acc[k][v] = _mm512_dpbf16_ps(acc[k][v], vv, pv[v]);
+    }
+  }
+  for (int k = 0; k < MR; ++k)
+    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(ot + k * ldo + v * 16, acc[k][v]);
+}
+
+using BGemm1Fn = void (*)(const std::uint32_t*, i64, const std::uint32_t*, i64, i64, float*, i64);
+using BGemm2Fn = void (*)(const std::uint32_t*, i64, const std::uint32_t*, i64, i64, const float*,
+                          float*, i64);
+constexpr BGemm1Fn kBGemm1[kBNV + 1][7] = {{},
+                                           FLASH_MR_ROW(bgemm1_tile, 1),
+                                           FLASH_MR_ROW(bgemm1_tile, 2),
+                                           FLASH_MR_ROW(bgemm1_tile, 3),
+                                           FLASH_MR_ROW(bgemm1_tile, 4)};
+constexpr BGemm2Fn kBGemm2[kBNV + 1][7] = {{},
+                                           FLASH_MR_ROW(bgemm2_tile, 1),
+                                           FLASH_MR_ROW(bgemm2_tile, 2),
+                                           FLASH_MR_ROW(bgemm2_tile, 3),
+                                           FLASH_MR_ROW(bgemm2_tile, 4)};
+
+// Copies the raw 16-bit patterns of a row of n bf16 elements into dst (zero-padded to even).
+inline void load_row_bits(const void* base, i64 off, i64 stride, i64 n, std::uint16_t* dst) {
+  const std::uint16_t* s = static_cast<const std::uint16_t*>(base) + off;
+  if (stride == 1) {
+    std::memcpy(dst, s, static_cast<std::size_t>(n) * 2);
+  } else {
+    for (i64 e = 0; e < n; ++e) dst[e] = s[e * stride];
+  }
+  if (n & 1) dst[n] = 0;
+}
+
+// P2[jp][r] = (bf16(P[2jp][r]), bf16(P[2jp+1][r])) for rows [r0, r0 + nv*16).
+inline void pack_p_pairs(const float* st, i64 lds, i64 jp0, i64 jp1, i64 r0, int nv,
+                         std::uint32_t* p2) {
+  const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
+                                       23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  for (i64 jp = jp0; jp < jp1; ++jp) {
+    const float* even = st + 2 * jp * lds + r0;
+    for (int v = 0; v < nv; ++v) {
+      // Low half from the even key, high half from the odd key (vcvtne2ps2bf16: b then a).
+      const __m512bh both =
+          _mm512_cvtne2ps_pbh(_mm512_loadu_ps(even + lds + v * 16), _mm512_loadu_ps(even + v * 16));
+      _mm512_storeu_si512(p2 + jp * lds + r0 + v * 16,
+                          _mm512_permutexvar_epi16(idx, (__m512i)both));
+    }
+  }
+}
+#endif
+
+// ================================================================== the work item
+
+struct Panel {
+  i64 r0 = 0;         // first tile row
+  int nv = 0;         // vectors of rows
+  i64 ja = 0;         // first key of the union of its rows' ranges in the block
+  i64 jb = 0;         // one past the last
+  bool full = false;  // every row attends every key of [0, n): no masking needed
+};
+
+// The attended key interval [lo, hi] of query row i (empty when lo > hi): causal, window
+// and key padding, SEMANTICS.md step 5.
+inline void row_interval(const Params& p, i64 i, i64 lb, i64 sb, i64* lo, i64* hi) {
+  i64 a = 0, z = sb - 1;
+  if (p.causal == 1) z = imin(z, i);
+  if (p.causal == 2) z = imin(z, i + sb - lb);
+  if (p.window) {
+    const i64 off = p.win_br ? sb - lb : 0;
+    if (p.win_left >= 0) a = imax(a, i + off - p.win_left);
+    if (p.win_right >= 0) z = imin(z, i + off + p.win_right);
+  }
+  *lo = a;
+  *hi = z;
+}
+
+// Online softmax of rows [r, r + W) over keys [ja, jb) of the block: scales the logits (by
+// `sc`, into base 2), masks keys outside each row's [rlo, rhi) unless `full`, updates the
+// running max m and sum l, leaves the rescale factor in alpha and P^T (times the dropout
+// keep factor) in st.
+inline void softmax_rows(float* st, i64 lds, i64 r, i64 ja, i64 jb, bool full, float sc,
+                         const float* rlo, const float* rhi, float* m, float* l, float* alpha,
+                         const float* keep) {
+  float* col = st + r;
+  const VF vsc = vset(sc);
+  const VF ninf = vset(kNegInf);
+  VF mx = ninf;
+  if (full) {
+    for (i64 j = ja; j < jb; ++j) {
+      const VF t = vmul(vload(col + j * lds), vsc);
+      vstore(col + j * lds, t);
+      mx = vmax(mx, t);
+    }
+  } else {
+    const VF a = vload(rlo + r), z = vload(rhi + r), one = vset(1.0f);
+    VF jf = vset(static_cast<float>(ja));
+    for (i64 j = ja; j < jb; ++j) {
+      VF t = vmul(vload(col + j * lds), vsc);
+      t = vselect(vand(vle(a, jf), vlt(jf, z)), t, ninf);
+      vstore(col + j * lds, t);
+      mx = vmax(mx, t);
+      jf = vadd(jf, one);
+    }
+  }
+  const VF mold = vload(m + r);
+  const VF mnew = vmax(mold, mx);
+  const VF muse = vselect(veq(mnew, ninf), vzero(), mnew);  // all masked so far: exps are 0
+  const VF al = vexp2(vsub(mold, muse));
+  VF sum = vzero();
+  if (keep) {
+    for (i64 j = ja; j < jb; ++j) {
+      const VF e = vexp2(vsub(vload(col + j * lds), muse));
+      sum = vadd(sum, e);
+      vstore(col + j * lds, vmul(e, vload(keep + j * lds + r)));
+    }
+  } else {
+    for (i64 j = ja; j < jb; ++j) {
+      const VF e = vexp2(vsub(vload(col + j * lds), muse));
+      sum = vadd(sum, e);
+      vstore(col + j * lds, e);
+    }
+  }
+  vstore(l + r, vfma(vload(l + r), al, sum));
+  vstore(m + r, mnew);
+  vstore(alpha + r, al);
+}
+
+template <typename T>
+T* at(unsigned char* base, std::size_t off) {
+  return reinterpret_cast<T*>(base + off);
+}
+
+void run_item(const Params& p, const Item& it, unsigned char* scr) {
+  const ScratchLayout& sl = p.scratch;
+  const i64 b = it.b;
+  const i64 lb = p.lens_q[b], sb = p.lens_kv[b];
+  const i64 R = it.ng * it.ni;
+  const i64 Rp = round_up(R, kRowAlign);
+  const i64 Dq = p.dqk, Dv = p.dv;
+  const i64 cq = p.packed ? p.cu_q[b] : 0, ck = p.packed ? p.cu_kv[b] : 0;
+  const i64 qbase = p.packed ? 0 : b * p.qs[0];
+  const i64 kbase = (p.packed ? 0 : b * p.ks[0]) + it.hkv * p.ks[1];
+  const i64 vbase = (p.packed ? 0 : b * p.vs[0]) + it.hkv * p.vs[1];
+  const i64 obase = p.packed ? 0 : b * p.os[0];
+  const i64 h0 = it.hkv * p.group + it.g0;  // query head of tile row 0
+  const bool bf16_dot = FLASH_LEVEL == 3 && p.bf16_dot;
+
+  float* QT = at<float>(scr, sl.qt);
+  float* KB = at<float>(scr, sl.kb);
+  float* VB = at<float>(scr, sl.vb);
+  float* ST = at<float>(scr, sl.st);
+  float* OT = at<float>(scr, sl.ot);
+  float* KEEP = at<float>(scr, sl.keep);
+  float* mrow = at<float>(scr, sl.rowf);
+  float* lrow = mrow + Rp;
+  float* arow = lrow + Rp;
+  float* rlo = arow + Rp;
+  float* rhi = rlo + Rp;
+  i64* lo = at<i64>(scr, sl.rowi);
+  i64* hi = lo + Rp;
+  float* tmp = at<float>(scr, sl.tmp);
+  (void)QT;
+  (void)KB;
+  (void)VB;
+
+  // Each row's attended key interval, and their union.
+  i64 jmin = sb, jmax = -1;
+  for (i64 r = 0; r < Rp; ++r) {
+    if (r < R) {
+      row_interval(p, it.i0 + r % it.ni, lb, sb, &lo[r], &hi[r]);
+      if (lo[r] <= hi[r]) {
+        jmin = imin(jmin, lo[r]);
+        jmax = imax(jmax, hi[r]);
+      }
+    } else {
+      lo[r] = 0;
+      hi[r] = -1;
+    }
+    mrow[r] = kNegInf;
+    lrow[r] = 0;
+  }
+  std::memset(OT, 0, static_cast<std::size_t>(Dv * Rp) * 4);
+
+  // Q tile, transposed.
+  auto q_offset = [&](i64 r) {
+    return qbase + (h0 + r / it.ni) * p.qs[1] + (cq + it.i0 + r % it.ni) * p.qs[2];
+  };
+#if FLASH_LEVEL == 3
+  std::uint32_t* QT2 = at<std::uint32_t>(scr, sl.qt2);
+  std::uint32_t* KB2 = at<std::uint32_t>(scr, sl.kb2);
+  std::uint32_t* VP2 = at<std::uint32_t>(scr, sl.vp2);
+  std::uint32_t* P2 = at<std::uint32_t>(scr, sl.p2);
+  const i64 Dq2 = (Dq + 1) / 2;
+#endif
+  if (jmax >= jmin) {
+    if (bf16_dot) {
+#if FLASH_LEVEL == 3
+      auto* row = reinterpret_cast<std::uint16_t*>(tmp);
+      for (i64 r = 0; r < Rp; ++r) {
+        if (r < R) {
+          load_row_bits(p.q, q_offset(r), p.qs[3], Dq, row);
+          for (i64 e = 0; e < Dq2; ++e)
+            QT2[e * Rp + r] = row[2 * e] | (std::uint32_t(row[2 * e + 1]) << 16);
+        } else {
+          for (i64 e = 0; e < Dq2; ++e) QT2[e * Rp + r] = 0;
+        }
+      }
+#endif
+    } else {
+      for (i64 r = 0; r < Rp; ++r) {
+        if (r < R) {
+          load_row(p.dtype, p.q, q_offset(r), p.qs[3], Dq, tmp);
+          for (i64 d = 0; d < Dq; ++d) QT[d * Rp + r] = tmp[d];
+        } else {
+          for (i64 d = 0; d < Dq; ++d) QT[d * Rp + r] = 0;
+        }
+      }
+    }
+  }
+
+  const bool prescale = p.mask_kind != 0 || p.softcap > 0;
+  const float sc = prescale ? 1.0f : p.scale * kLog2e;
+  const i64 panel_rows = bf16_dot ? 64 : kPanel;
+
+  for (i64 j0 = jmax >= jmin ? jmin / kKeyBlock * kKeyBlock : sb; j0 <= jmax; j0 += kKeyBlock) {
+    const i64 n = imin(kKeyBlock, sb - j0);
+    // Block-relative ranges; padding rows take every key (their lanes are never read).
+    for (i64 r = 0; r < Rp; ++r) {
+      i64 a = 0, z = n;
+      if (r < R) {
+        a = imin(imax(lo[r] - j0, 0), n);
+        z = imin(imax(hi[r] - j0 + 1, 0), n);
+        if (a >= z) a = z = 0;
+      }
+      rlo[r] = static_cast<float>(a);
+      rhi[r] = static_cast<float>(z);
+    }
+    Panel panels[kRowTile / 8];
+    int np = 0;
+    for (i64 r0 = 0; r0 < Rp; r0 += panel_rows) {
+      Panel pn;
+      pn.r0 = r0;
+      pn.nv = static_cast<int>(imin(panel_rows, Rp - r0) / (bf16_dot ? 16 : W));
+      i64 ja = n, jb = 0;
+      bool full = true;
+      for (i64 r = r0; r < imin(r0 + panel_rows, R); ++r) {
+        if (rlo[r] < rhi[r]) {
+          ja = imin(ja, static_cast<i64>(rlo[r]));
+          jb = imax(jb, static_cast<i64>(rhi[r]));
+        }
+        if (rlo[r] != 0 || rhi[r] != n) full = false;
+      }
+      if (ja >= jb) continue;  // no row of the panel attends this block
+      if (bf16_dot) {
+        ja &= ~i64(1);
+        jb = round_up(jb, 2);
+        if (jb != n) full = false;
+      }
+      pn.ja = ja;
+      pn.jb = jb;
+      pn.full = full;
+      panels[np++] = pn;
+    }
+    if (np == 0) continue;
+
+    // K and V blocks.
+    const i64 kvrow = ck + j0;
+    if (bf16_dot) {
+#if FLASH_LEVEL == 3
+      for (i64 jj = 0; jj < n; ++jj) {
+        load_row_bits(p.k, kbase + (kvrow + jj) * p.ks[2], p.ks[3], Dq,
+                      reinterpret_cast<std::uint16_t*>(KB2 + jj * Dq2));
+      }
+      if (n & 1) std::memset(KB2 + n * Dq2, 0, static_cast<std::size_t>(Dq2) * 4);
+      auto* ra = reinterpret_cast<std::uint16_t*>(tmp);
+      auto* rb = ra + round_up(Dv, 32);
+      for (i64 jp = 0; 2 * jp < n; ++jp) {
+        load_row_bits(p.v, vbase + (kvrow + 2 * jp) * p.vs[2], p.vs[3], Dv, ra);
+        if (2 * jp + 1 < n) {
+          load_row_bits(p.v, vbase + (kvrow + 2 * jp + 1) * p.vs[2], p.vs[3], Dv, rb);
+        } else {
+          std::memset(rb, 0, static_cast<std::size_t>(Dv) * 2);
+        }
+        std::uint32_t* dst = VP2 + jp * Dv;
+        i64 d = 0;
+        for (; d + 16 <= Dv; d += 16) {
+          const __m512i x = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)(ra + d)));
+          const __m512i y = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)(rb + d)));
+          _mm512_storeu_si512(dst + d, _mm512_or_si512(x, _mm512_slli_epi32(y, 16)));
+        }
+        for (; d < Dv; ++d) dst[d] = ra[d] | (std::uint32_t(rb[d]) << 16);
+      }
+#endif
+    } else {
+      for (i64 jj = 0; jj < n; ++jj) {
+        load_row(p.dtype, p.k, kbase + (kvrow + jj) * p.ks[2], p.ks[3], Dq, KB + jj * Dq);
+        load_row(p.dtype, p.v, vbase + (kvrow + jj) * p.vs[2], p.vs[3], Dv, VB + jj * Dv);
+      }
+    }
+
+    for (int pi = 0; pi < np; ++pi) {
+      const Panel& pn = panels[pi];
+      const i64 ja = pn.ja, jb = pn.jb;
+      // GEMM 1: logits of the panel's keys.
+      if (bf16_dot) {
+#if FLASH_LEVEL == 3
+        for (i64 j = ja; j < jb; j += kBMR) {
+          const int mr = static_cast<int>(imin(kBMR, jb - j));
+          kBGemm1[pn.nv][mr](KB2 + j * Dq2, Dq2, QT2 + pn.r0, Rp, Dq2, ST + j * Rp + pn.r0, Rp);
+        }
+#endif
+      } else {
+        for (i64 j = ja; j < jb; j += kMR) {
+          const int mr = static_cast<int>(imin(kMR, jb - j));
+          kGemm1[pn.nv][mr](KB + j * Dq, Dq, QT + pn.r0, Rp, Dq, ST + j * Rp + pn.r0, Rp);
+        }
+      }
+      const i64 rend = imin(pn.r0 + pn.nv * (bf16_dot ? 16 : W), R);
+      const i64 jc = imin(jb, n);  // keys that exist (the bf16 pair padding does not)
+      // Softcap, additive and boolean masks: elementwise, into base-2 logits.
+      if (prescale) {
+        for (i64 r = pn.r0; r < rend; ++r) {
+          const i64 h = h0 + r / it.ni, i = it.i0 + r % it.ni;
+          const i64 mo = b * p.ms[0] + h * p.ms[1] + i * p.ms[2] + j0 * p.ms[3];
+          for (i64 j = ja; j < jc; ++j) {
+            float s = ST[j * Rp + r] * p.scale;
+            if (p.softcap > 0) s = p.softcap * __builtin_tanhf(s / p.softcap);
+            if (p.mask_kind == 2) {
+              s += load_one(p.dtype, p.mask, mo + j * p.ms[3]);
+            } else if (p.mask_kind == 1) {
+              if (static_cast<const std::uint8_t*>(p.mask)[mo + j * p.ms[3]] == 0) s = kNegInf;
+            }
+            ST[j * Rp + r] = s * kLog2e;
+          }
+        }
+      }
+      if (p.dropout) {
+        for (i64 r = pn.r0; r < rend; ++r) {
+          const i64 h = h0 + r / it.ni, i = it.i0 + r % it.ni;
+          for (i64 j = ja; j < jc; ++j) {
+            KEEP[j * Rp + r] = dropout_keep(p.drop_seed, p.drop_offset, p.drop_threshold, b, h, i,
+                                            j0 + j, p.heads_q, p.len_q, p.len_kv)
+                                   ? 1.0f
+                                   : 0.0f;
+          }
+        }
+      }
+      // Online softmax, one vector of rows at a time.
+      for (i64 r = pn.r0; r < pn.r0 + pn.nv * (bf16_dot ? 16 : W); r += W) {
+        softmax_rows(ST, Rp, r, ja, jb, pn.full, sc, rlo, rhi, mrow, lrow, arow,
+                     p.dropout ? KEEP : nullptr);
+      }
+      // GEMM 2: rescale the accumulators and add P V.
+      if (bf16_dot) {
+#if FLASH_LEVEL == 3
+        pack_p_pairs(ST, Rp, ja / 2, jb / 2, pn.r0, pn.nv, P2);
+        for (i64 d = 0; d < Dv; d += kBMR) {
+          const int mr = static_cast<int>(imin(kBMR, Dv - d));
+          kBGemm2[pn.nv][mr](VP2 + (ja / 2) * Dv + d, Dv, P2 + (ja / 2) * Rp + pn.r0, Rp,
+                             (jb - ja) / 2, arow + pn.r0, OT + d * Rp + pn.r0, Rp);
+        }
+#endif
+      } else {
+        for (i64 d = 0; d < Dv; d += kMR) {
+          const int mr = static_cast<int>(imin(kMR, Dv - d));
+          kGemm2[pn.nv][mr](VB + ja * Dv + d, Dv, ST + ja * Rp + pn.r0, Rp, jb - ja, arow + pn.r0,
+                            OT + d * Rp + pn.r0, Rp);
+        }
+      }
+    }
+  }
+
+  // O = O^T / l (times 1 / (1 - p) with dropout); fully masked rows give O = 0, LSE = -inf.
+  for (i64 r = 0; r < R; ++r) {
+    const i64 h = h0 + r / it.ni, i = it.i0 + r % it.ni;
+    const float l = lrow[r];
+    if (p.lse) {
+      p.lse[(b * p.heads_q + h) * p.len_q + i] =
+          l == 0 ? kNegInf
+                 : static_cast<float>(double(mrow[r]) * kLn2 + std::log(static_cast<double>(l)));
+    }
+    if (Dv == 0) continue;
+    if (l == 0) {
+      for (i64 d = 0; d < Dv; ++d) tmp[d] = 0.0f;
+    } else {
+      const float inv = static_cast<float>(p.keep_scale / static_cast<double>(l));
+      for (i64 d = 0; d < Dv; ++d) tmp[d] = OT[d * Rp + r] * inv;
+    }
+    store_row(p.dtype, tmp, Dv, p.o, obase + h * p.os[1] + (cq + i) * p.os[2], p.os[3]);
+  }
+}
+
+}  // namespace
+
+void FLASH_ENTRY(const Params& p, const Item& item, unsigned char* scratch) {
+  run_item(p, item, scratch);
+}
+
+}  // namespace sdpa::cpu::flash
