@@ -4,6 +4,8 @@
 
 #include <limits>
 #include <stdexcept>
+#include <string>
+#include <tuple>
 
 #include "reference/head_inputs.hpp"
 
@@ -13,6 +15,15 @@ Result run_sdpa(const Problem& p, const Inputs& in, Precision precision, int thr
   if (auto r = validate(p); !r.empty()) throw std::invalid_argument("invalid problem: " + r);
   if (p.mask != MaskKind::none && !in.mask) {
     throw std::invalid_argument("reference: the problem has a mask tensor but no mask buffer");
+  }
+  // Any input buffer may be absent only if its tensor is empty.
+  for (const auto& [ptr, view, name] :
+       {std::tuple{in.q, q_view(p), "q"}, std::tuple{in.k, k_view(p), "k"},
+        std::tuple{in.v, v_view(p), "v"}}) {
+    if (!ptr && view_numel(view) != 0) {
+      throw std::invalid_argument(std::string("reference: tensor ") + name +
+                                  " is not empty but has no buffer");
+    }
   }
   const std::int64_t B = p.batch, H = p.heads_q, L = p.len_q, S = p.len_kv, Dv = p.head_dim_v;
   const auto n_out = static_cast<std::size_t>(B * H * L * Dv);
@@ -28,7 +39,6 @@ Result run_sdpa(const Problem& p, const Inputs& in, Precision precision, int thr
   r.lse_mag_g.assign(n_row, 0.0);
   if (p.want_weights) r.weights.assign(static_cast<std::size_t>(B * H * L * S), 0.0);
   if (n_row == 0) return r;
-  // Any input buffer may be absent only if its tensor is empty.
   const std::int64_t slices = B * H;
   // One (b, h) slice per iteration, each computed by one thread in a fixed order: the
   // bytes do not depend on the thread count or the schedule.
