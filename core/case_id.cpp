@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -35,10 +36,11 @@ bool same_layout(const TensorLayout& a, const TensorLayout& b) {
 }
 
 bool matches_named(const Problem& p, LayoutKind kind, std::int64_t* gap) {
-  const std::int64_t row_width =
-      kind == LayoutKind::bhsd ? p.head_dim_qk : p.heads_q * p.head_dim_qk;
-  *gap = p.q.stride[2] - row_width;
-  if (*gap < 0) return false;
+  std::int64_t row_width = p.head_dim_qk;
+  if (kind == LayoutKind::bshd && __builtin_mul_overflow(p.heads_q, p.head_dim_qk, &row_width)) {
+    row_width = std::numeric_limits<std::int64_t>::max();  // apply_layout saturates too
+  }
+  if (__builtin_sub_overflow(p.q.stride[2], row_width, gap) || *gap < 0) return false;
   Problem t = p;
   apply_layout(t, kind, *gap, p.q.base_offset);
   return same_layout(t.q, p.q) && same_layout(t.k, p.k) && same_layout(t.v, p.v) &&
@@ -171,8 +173,9 @@ Case parse(std::string_view id) {
       while (n < tok.size() && tok[n] >= 'a' && tok[n] <= 'z') ++n;
       key = tok.substr(0, n);
       value = tok.substr(n);
-      if (key.empty()) fail(tok, "not a field (fields start with a lower-case name)");
     }
+    // Also for "=x": an empty name would give an error that names no field.
+    if (key.empty()) fail(tok, "not a field (fields start with a lower-case name)");
     if (!seen.insert(key).second) fail(key, "given twice");
 
     static const std::set<std::string> flags = {"packed", "lse", "attnw"};
@@ -202,7 +205,9 @@ Case parse(std::string_view id) {
     else if (key == "dv")
       p.head_dim_v = parse_int(key, value, false);
     else if (key == "dtype") {
-      p.dtype = *parse_dtype(value);
+      const auto t = parse_dtype(value);  // reached for "dtype=..." spellings too
+      if (!t) fail(key, "expected one of f64, f32, f16, bf16, got '" + value + "'");
+      p.dtype = *t;
       have_dtype = true;
     } else if (key == "causal") {
       p.causal =

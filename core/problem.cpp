@@ -1,5 +1,6 @@
 #include "core/problem.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -20,12 +21,44 @@ std::int64_t seqlen_kv(const Problem& p, std::int64_t b) {
 
 namespace {
 
+// Saturating arithmetic for sizes and strides: a problem too large for int64 gets
+// INT64_MAX, which validate() rejects, instead of a signed overflow.
+std::int64_t sat_mul(std::int64_t a, std::int64_t b) {
+  std::int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? std::numeric_limits<std::int64_t>::max() : r;
+}
+std::int64_t sat_add(std::int64_t a, std::int64_t b) {
+  std::int64_t r;
+  return __builtin_add_overflow(a, b, &r) ? std::numeric_limits<std::int64_t>::max() : r;
+}
+
+// Length of batch element b from a list that may be invalid (validate() reports a list of
+// the wrong size; until then a missing entry counts as 0 rather than being read past the end).
+std::int64_t length_of(const std::vector<std::int64_t>& lens, std::int64_t full, std::int64_t b) {
+  if (lens.empty()) return full;
+  return b < static_cast<std::int64_t>(lens.size()) ? lens[static_cast<std::size_t>(b)] : 0;
+}
+
 std::vector<std::int64_t> prefix(const Problem& p, bool q_side) {
-  std::vector<std::int64_t> cu(static_cast<std::size_t>(p.batch) + 1, 0);
-  for (std::int64_t b = 0; b < p.batch; ++b) {
-    cu[b + 1] = cu[b] + (q_side ? seqlen_q(p, b) : seqlen_kv(p, b));
+  const std::int64_t batch = std::max<std::int64_t>(p.batch, 0);
+  std::vector<std::int64_t> cu(static_cast<std::size_t>(batch) + 1, 0);
+  for (std::int64_t b = 0; b < batch; ++b) {
+    cu[b + 1] = q_side ? sat_add(cu[b], length_of(p.seqlens_q, p.len_q, b))
+                       : sat_add(cu[b], length_of(p.seqlens_kv, p.len_kv, b));
   }
   return cu;
+}
+
+// The packed row total without building the prefix sums (the batch may be huge).
+std::int64_t packed_rows(const Problem& p, bool q_side) {
+  const auto& lens = q_side ? p.seqlens_q : p.seqlens_kv;
+  const std::int64_t batch = std::max<std::int64_t>(p.batch, 0);
+  if (lens.empty()) return sat_mul(batch, q_side ? p.len_q : p.len_kv);
+  std::int64_t n = 0;
+  for (std::int64_t b = 0; b < batch && b < static_cast<std::int64_t>(lens.size()); ++b) {
+    n = sat_add(n, lens[static_cast<std::size_t>(b)]);
+  }
+  return n;
 }
 
 StridedView make_view(const Problem& p, const TensorLayout& t, std::int64_t heads,
@@ -44,8 +77,8 @@ bool finite(double x) { return std::isfinite(x); }
 std::vector<std::int64_t> cu_seqlens_q(const Problem& p) { return prefix(p, true); }
 std::vector<std::int64_t> cu_seqlens_kv(const Problem& p) { return prefix(p, false); }
 
-std::int64_t rows_q(const Problem& p) { return p.packed ? cu_seqlens_q(p).back() : p.len_q; }
-std::int64_t rows_kv(const Problem& p) { return p.packed ? cu_seqlens_kv(p).back() : p.len_kv; }
+std::int64_t rows_q(const Problem& p) { return p.packed ? packed_rows(p, true) : p.len_q; }
+std::int64_t rows_kv(const Problem& p) { return p.packed ? packed_rows(p, false) : p.len_kv; }
 
 StridedView q_view(const Problem& p) {
   return make_view(p, p.q, p.heads_q, rows_q(p), p.head_dim_qk);
@@ -70,7 +103,7 @@ StridedView mask_view(const Problem& p) {
       v.stride[k] = 0;
     } else {
       v.stride[k] = acc;
-      acc *= std::max<std::int64_t>(v.shape[k], 1);
+      acc = sat_mul(acc, std::max<std::int64_t>(v.shape[k], 1));
     }
   }
   return v;
@@ -79,11 +112,11 @@ StridedView mask_view(const Problem& p) {
 void apply_layout(Problem& p, LayoutKind kind, std::int64_t gap, std::int64_t base_offset) {
   auto set = [&](TensorLayout& t, std::int64_t heads, std::int64_t rows, std::int64_t dim) {
     if (kind == LayoutKind::bhsd) {
-      const std::int64_t row = dim + gap;
-      t.stride = {heads * rows * row, rows * row, row, 1};
+      const std::int64_t row = sat_add(dim, gap);
+      t.stride = {sat_mul(sat_mul(heads, rows), row), sat_mul(rows, row), row, 1};
     } else {
-      const std::int64_t row = heads * dim + gap;
-      t.stride = {rows * row, dim, row, 1};
+      const std::int64_t row = sat_add(sat_mul(heads, dim), gap);
+      t.stride = {sat_mul(rows, row), dim, row, 1};
     }
     if (p.packed) t.stride[0] = 0;
     t.base_offset = base_offset;
