@@ -1,0 +1,114 @@
+// Device names: simulated devices, generic compute capabilities, property overrides,
+// detection, descriptions, and the errors for bad names.
+#include "dispatcher/device_model.hpp"
+
+#include <gtest/gtest.h>
+
+namespace sdpa {
+namespace {
+
+using dispatch::describe_device;
+using dispatch::parse_device;
+using dispatch::parse_device_or_throw;
+
+std::string error_of(const std::string& text) {
+  auto r = parse_device(text);
+  if (auto* e = std::get_if<std::string>(&r)) return *e;
+  return "(parsed)";
+}
+
+TEST(DeviceModel, EverySimulatedNameParses) {
+  for (const auto& n : simulated_device_names()) {
+    const Device d = parse_device_or_throw(n);
+    EXPECT_EQ(d.name, n);
+    EXPECT_TRUE(d.simulated);
+    EXPECT_EQ(d.kind, n.rfind("sm", 0) == 0 ? DeviceKind::cuda : DeviceKind::cpu);
+  }
+  EXPECT_EQ(parse_device_or_throw("sm86").cuda.sm, 86);
+  EXPECT_EQ(parse_device_or_throw("sm121").cuda.sm_count, 48);
+}
+
+TEST(DeviceModel, GenericComputeCapabilities) {
+  const Device d = parse_device_or_throw("sm103");
+  EXPECT_EQ(d.kind, DeviceKind::cuda);
+  EXPECT_EQ(d.cuda.sm, 103);
+  EXPECT_EQ(d.cuda.sm_count, 80);
+  EXPECT_EQ(d.cuda.cudnn_version, 91600);
+  EXPECT_TRUE(d.simulated);
+  EXPECT_EQ(parse_device_or_throw("sm30").cuda.sm, 30);
+  EXPECT_EQ(parse_device_or_throw("sm199").cuda.sm, 199);
+  EXPECT_EQ(error_of("sm29"),
+            "device 'sm29': 'sm29' is not a compute capability smN with 30 <= N <= 199");
+  EXPECT_EQ(error_of("sm200"),
+            "device 'sm200': 'sm200' is not a compute capability smN with 30 <= N <= 199");
+  EXPECT_EQ(error_of("smx"),
+            "device 'smx': 'smx' is not a compute capability smN with 30 <= N <= 199");
+}
+
+TEST(DeviceModel, Overrides) {
+  const Device d = parse_device_or_throw("sm90:cudnn=9.12.3:sms=66:cuda=13.1");
+  EXPECT_EQ(d.name, "sm90:cudnn=9.12.3:sms=66:cuda=13.1");
+  EXPECT_EQ(d.cuda.cudnn_version, 91203);
+  EXPECT_EQ(d.cuda.sm_count, 66);
+  EXPECT_EQ(d.cuda.cuda_runtime, 13010);
+  EXPECT_EQ(parse_device_or_throw("sm80:cudnn=none").cuda.cudnn_version, 0);
+  EXPECT_EQ(parse_device_or_throw("sm80:cudnn=8.9").cuda.cudnn_version, 80900);
+  EXPECT_EQ(parse_device_or_throw("cpu-avx2:cores=16").cpu.cores, 16);
+  EXPECT_EQ(parse_device_or_throw("cpu:cores=3").cpu.cores, 3);
+}
+
+TEST(DeviceModel, OverrideErrorsNameTheOption) {
+  EXPECT_EQ(error_of("sm90:cudnn=9"),
+            "device 'sm90:cudnn=9': option 'cudnn': expected a version MAJOR.MINOR.PATCH or "
+            "'none', got '9'");
+  EXPECT_EQ(error_of("sm90:cudnn=9.100.0"),
+            "device 'sm90:cudnn=9.100.0': option 'cudnn': expected a version MAJOR.MINOR.PATCH or "
+            "'none', got '9.100.0'");
+  EXPECT_EQ(error_of("sm90:cuda=x"),
+            "device 'sm90:cuda=x': option 'cuda': expected a version MAJOR.MINOR, got 'x'");
+  EXPECT_EQ(error_of("sm90:sms=0"),
+            "device 'sm90:sms=0': option 'sms': expected a positive SM count, got '0'");
+  EXPECT_EQ(error_of("cpu-avx2:cores=-1"),
+            "device 'cpu-avx2:cores=-1': option 'cores': expected a positive core count, got '-1'");
+  EXPECT_EQ(error_of("sm90:cores=4"),
+            "device 'sm90:cores=4': unknown option 'cores' for a GPU (known: cudnn, cuda, sms)");
+  EXPECT_EQ(error_of("cpu-avx2:cudnn=9.1.0"),
+            "device 'cpu-avx2:cudnn=9.1.0': unknown option 'cudnn' for a CPU (known: cores)");
+  EXPECT_EQ(error_of("sm90:fast"), "device 'sm90:fast': option 'fast' is not key=value");
+}
+
+TEST(DeviceModel, UnknownNamesListTheKnownOnes) {
+  EXPECT_EQ(error_of("tpu"),
+            "unknown device 'tpu' (known: cpu, cuda, auto, cpu-scalar, cpu-avx2, cpu-avx512, "
+            "cpu-avx512bf16, sm50, sm75, sm80, sm86, sm89, sm90, sm100, sm121, smN (30 <= N <= "
+            "199))");
+  EXPECT_NE(error_of("").find("unknown device ''"), std::string::npos);
+  EXPECT_THROW(parse_device_or_throw("cpu-avx3"), std::invalid_argument);
+}
+
+TEST(DeviceModel, DetectionHasNoGpuInThisBuild) {
+  EXPECT_FALSE(dispatch::detect_cuda());
+  EXPECT_EQ(error_of("cuda"),
+            "device 'cuda': no CUDA device detected (this build has no CUDA runtime)");
+  EXPECT_EQ(dispatch::default_device().kind, DeviceKind::cpu);
+  EXPECT_EQ(parse_device_or_throw("auto").name, "cpu");
+  const Device cpu = parse_device_or_throw("cpu");
+  EXPECT_FALSE(cpu.simulated);
+  EXPECT_GE(cpu.cpu.cores, 1);
+}
+
+TEST(DeviceModel, Descriptions) {
+  EXPECT_EQ(describe_device(parse_device_or_throw("sm80")),
+            "sm80 (simulated): CUDA sm80, 108 SMs, CUDA 12.8, cuDNN 9.16.0");
+  EXPECT_EQ(describe_device(parse_device_or_throw("sm90:cudnn=none")),
+            "sm90:cudnn=none (simulated): CUDA sm90, 132 SMs, CUDA 12.8, cuDNN none");
+  EXPECT_EQ(describe_device(parse_device_or_throw("cpu-scalar")),
+            "cpu-scalar (simulated): CPU, scalar only, 2 cores");
+  EXPECT_EQ(describe_device(parse_device_or_throw("cpu-avx512bf16")),
+            "cpu-avx512bf16 (simulated): CPU, AVX2 FMA F16C AVX-512 AVX512-BF16, 2 cores");
+  EXPECT_NE(describe_device(parse_device_or_throw("cpu")).find("cpu (detected): CPU, "),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace sdpa
