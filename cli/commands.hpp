@@ -10,5 +10,7 @@ namespace sdpa::cli {
 std::function<int()> add_reference_command(CLI::App& app);
 // Adds `explain` (the dispatcher's decision for a case or an MHA call).
 std::function<int()> add_explain_command(CLI::App& app);
+// Adds `golden verify` (the reference or a backend against golden files).
+std::function<int()> add_golden_command(CLI::App& app);
 
 }  // namespace sdpa::cli

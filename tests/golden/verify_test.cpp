@@ -9,6 +9,7 @@
 #include <map>
 
 #include "golden/golden_file.hpp"
+#include "kernels/backend.hpp"
 
 namespace sdpa::golden {
 namespace {
@@ -78,6 +79,112 @@ std::vector<Param> params() {
 
 INSTANTIATE_TEST_SUITE_P(Golden, ReferenceAgreesWithGolden, testing::ValuesIn(params()),
                          param_name);
+
+// The first smoke case whose ID contains `fragment`.
+GoldenCase smoke_case(const std::string& fragment) {
+  const GoldenFile f(golden_path("smoke.h5"));
+  for (const auto& id : f.case_ids()) {
+    if (id.find(fragment) != std::string::npos) return f.load(id);
+  }
+  throw std::runtime_error("no smoke case with " + fragment);
+}
+
+TEST(GoldenAgreement, DetectsAWrongExpectedValue) {
+  GoldenCase g = smoke_case("f64.lse.attnw");
+  EXPECT_LE(compare_with_reference(g, reference::Precision::f64).worst(), kMaxUlps);
+  g.o[3] *= 1 + 0x1p-40;  // 2^13 ulps off
+  const Agreement a = compare_with_reference(g, reference::Precision::f64);
+  EXPECT_GT(a.o, 4 * kMaxUlps);
+  EXPECT_NE(a.o_where.find("o[0,0,0,3]"), std::string::npos) << a.o_where;
+  g = smoke_case("f64.lse.attnw");
+  g.lse[1] += 1e-9;
+  EXPECT_GT(compare_with_reference(g, reference::Precision::binary128).lse, 4 * kMaxUlps);
+  g = smoke_case("f64.lse.attnw");
+  g.weights[5] *= 1 + 0x1p-40;
+  EXPECT_GT(compare_with_reference(g, reference::Precision::f64).weights, 4 * kMaxUlps);
+}
+
+TEST(GoldenAgreement, NanAndInfinityMustMatchExactly) {
+  GoldenCase g = smoke_case("f64.lse.attnw");
+  g.o[0] = NAN;
+  EXPECT_NE(compare_with_reference(g, reference::Precision::f64).mismatch.find("NaN mismatch"),
+            std::string::npos);
+  g = smoke_case("s0.dqk8");  // S = 0: LSE is -inf
+  ASSERT_EQ(g.lse[0], -INFINITY);
+  g.lse[0] = -1e300;
+  EXPECT_NE(compare_with_reference(g, reference::Precision::f64).mismatch.find("infinity"),
+            std::string::npos);
+}
+
+// Backends for the judge: the reference rounded to the output type (correct), the same
+// with one element pushed off, one that declines, one that leaves an element unwritten.
+class FakeBackend : public Backend {
+ public:
+  enum class Mode { correct, off_by_some, declines, leaves_hole };
+  explicit FakeBackend(Mode m) : mode_(m) { caps_.weights_output = true; }
+  std::string_view name() const override { return "fake"; }
+  const Capabilities& capabilities() const override { return caps_; }
+  PrecisionContract precision(DType) const override { return {DType::f32, DType::f32}; }
+  Support supports(const Problem&, const Device&) const override {
+    Support s;
+    if (mode_ == Mode::declines) s.decline("fake backend: declines everything");
+    return s;
+  }
+  void run(const Problem& p, const Buffers& b, const RunOptions&) const override {
+    const auto r = reference::run_sdpa(p, {b.q, b.k, b.v, b.mask});
+    const auto cuq = cu_seqlens_q(p);
+    for (std::int64_t bb = 0; bb < p.batch; ++bb)
+      for (std::int64_t h = 0; h < p.heads_q; ++h) {
+        const std::int64_t rows = p.packed ? seqlen_q(p, bb) : p.len_q;
+        for (std::int64_t i = 0; i < rows; ++i)
+          for (std::int64_t d = 0; d < p.head_dim_v; ++d) {
+            const std::int64_t row = p.packed ? cuq[bb] + i : i;
+            const std::int64_t off = (p.packed ? 0 : bb * p.o.stride[0]) + h * p.o.stride[1] +
+                                     row * p.o.stride[2] + d * p.o.stride[3];
+            double x = r.o[static_cast<std::size_t>(
+                ((bb * p.heads_q + h) * p.len_q + i) * p.head_dim_v + d)];
+            if (mode_ == Mode::leaves_hole && off == 0) continue;
+            if (mode_ == Mode::off_by_some && off == 0) x = x * 1.01 + 0.01;
+            store_from_double(p.dtype, b.o, off, x);
+          }
+      }
+    if (b.lse) {
+      for (std::size_t x = 0; x < r.lse.size(); ++x) b.lse[x] = static_cast<float>(r.lse[x]);
+    }
+    if (b.weights) {
+      for (std::size_t x = 0; x < r.weights.size(); ++x) {
+        store_from_double(p.dtype, b.weights, static_cast<std::int64_t>(x), r.weights[x]);
+      }
+    }
+  }
+
+ private:
+  Mode mode_;
+  Capabilities caps_;
+};
+
+TEST(GoldenJudge, CorrectBackendPassesEverySmokeCase) {
+  const FakeBackend backend(FakeBackend::Mode::correct);
+  const GoldenFile f(golden_path("smoke.h5"));
+  for (const auto& id : f.case_ids()) {
+    const CaseOutcome o = judge_backend(backend, f.load(id), detect_cpu());
+    EXPECT_EQ(o.status, Status::pass) << id << ": " << o.message;
+  }
+}
+
+TEST(GoldenJudge, WrongBackendFails) {
+  const GoldenCase g = smoke_case("f32.mask=add.lse");
+  const CaseOutcome off =
+      judge_backend(FakeBackend(FakeBackend::Mode::off_by_some), g, detect_cpu());
+  EXPECT_EQ(off.status, Status::fail);
+  EXPECT_NE(off.message.find("o[0,0,0,0]"), std::string::npos) << off.message;
+  const CaseOutcome hole =
+      judge_backend(FakeBackend(FakeBackend::Mode::leaves_hole), g, detect_cpu());
+  EXPECT_EQ(hole.status, Status::fail);
+  const CaseOutcome no = judge_backend(FakeBackend(FakeBackend::Mode::declines), g, detect_cpu());
+  EXPECT_EQ(no.status, Status::not_supported);
+  EXPECT_NE(no.message.find("declines everything"), std::string::npos);
+}
 
 }  // namespace
 }  // namespace sdpa::golden
