@@ -4,9 +4,12 @@
 // offset, gaps between strided rows) that changed; check_unchanged() reports the first
 // modified byte of an input.
 //
-// Poison: a signalling-NaN pattern in every float type (f64 0x7FF5A5A5A5A5A5A5,
-// f32 0x7FA5A5A5, f16 and bf16 0x7FA5). Arithmetic never produces a signalling NaN, so a
-// computed value can not be mistaken for poison.
+// Poison: a NaN with an unusual payload in every float type (f64 0x7FF5A5A5A5A5A5A5,
+// f32 0x7FA5A5A5, f16 and bf16 0x7FA5). It is a signalling NaN in f64, f32 and bf16; in
+// f16 the same bits are a quiet NaN (no 16-bit pattern signals in both f16 and bf16), but
+// with a payload that arithmetic never produces from the canonical NaNs data generators
+// use. So a computed value is not mistaken for poison, and a kernel that reads a gap and
+// copies its NaN through is reported, as unwritten.
 #pragma once
 
 #include <cstddef>
