@@ -10,6 +10,8 @@ namespace sdpa {
 const std::vector<const Backend*>& builtin_backends() {
   static const std::vector<const Backend*> list = {
       &cpu::flash_backend(),
+      &cpu::mem_efficient_backend(),
+      &cpu::math_backend(),
       // CUDA descriptors, after the CPU backends, in PyTorch's default order (flash,
       // efficient, math, cudnn); cuDNN first on sm9x / sm10x is a dispatcher rule.
       &cuda::flash_backend(),
