@@ -117,10 +117,10 @@ TEST(GoldenAgreement, NanAndInfinityMustMatchExactly) {
 }
 
 // Backends for the judge: the reference rounded to the output type (correct), the same
-// with one element pushed off, one that declines, one that leaves an element unwritten.
+// with one element pushed off, one that declines, one that writes outside the output view.
 class FakeBackend : public Backend {
  public:
-  enum class Mode { correct, off_by_some, declines, leaves_hole };
+  enum class Mode { correct, off_by_some, declines, writes_outside };
   explicit FakeBackend(Mode m) : mode_(m) { caps_.weights_output = true; }
   std::string_view name() const override { return "fake"; }
   const Capabilities& capabilities() const override { return caps_; }
@@ -143,11 +143,11 @@ class FakeBackend : public Backend {
                                      row * p.o.stride[2] + d * p.o.stride[3];
             double x = r.o[static_cast<std::size_t>(
                 ((bb * p.heads_q + h) * p.len_q + i) * p.head_dim_v + d)];
-            if (mode_ == Mode::leaves_hole && off == 0) continue;
             if (mode_ == Mode::off_by_some && off == 0) x = x * 1.01 + 0.01;
             store_from_double(p.dtype, b.o, off, x);
           }
       }
+    if (mode_ == Mode::writes_outside) store_from_double(p.dtype, b.o, -1, 0.0);  // margin
     if (b.lse) {
       for (std::size_t x = 0; x < r.lse.size(); ++x) b.lse[x] = static_cast<float>(r.lse[x]);
     }
@@ -178,9 +178,10 @@ TEST(GoldenJudge, WrongBackendFails) {
       judge_backend(FakeBackend(FakeBackend::Mode::off_by_some), g, detect_cpu());
   EXPECT_EQ(off.status, Status::fail);
   EXPECT_NE(off.message.find("o[0,0,0,0]"), std::string::npos) << off.message;
-  const CaseOutcome hole =
-      judge_backend(FakeBackend(FakeBackend::Mode::leaves_hole), g, detect_cpu());
-  EXPECT_EQ(hole.status, Status::fail);
+  const CaseOutcome outside =
+      judge_backend(FakeBackend(FakeBackend::Mode::writes_outside), g, detect_cpu());
+  EXPECT_EQ(outside.status, Status::fail);
+  EXPECT_EQ(outside.message.find("error/tolerance"), std::string::npos) << outside.message;
   const CaseOutcome no = judge_backend(FakeBackend(FakeBackend::Mode::declines), g, detect_cpu());
   EXPECT_EQ(no.status, Status::not_supported);
   EXPECT_NE(no.message.find("declines everything"), std::string::npos);
