@@ -13,4 +13,7 @@ std::function<int()> add_explain_command(CLI::App& app);
 // Adds `golden verify` (the reference or a backend against golden files).
 std::function<int()> add_golden_command(CLI::App& app);
 
+// Adds `bench` (times a backend on a case, one JSON line).
+std::function<int()> add_bench_command(CLI::App& app);
+
 }  // namespace sdpa::cli

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   auto run_reference = sdpa::cli::add_reference_command(app);
   auto run_explain = sdpa::cli::add_explain_command(app);
   auto run_golden = sdpa::cli::add_golden_command(app);
+  auto run_bench = sdpa::cli::add_bench_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (app.got_subcommand("reference")) return run_reference();
+    if (app.got_subcommand("bench")) return run_bench();
     if (app.got_subcommand("explain")) return run_explain();
     if (app.got_subcommand("golden")) return run_golden();
   } catch (const std::exception& e) {

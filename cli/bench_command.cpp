@@ -1,0 +1,151 @@
+// `sdpa-cts bench --backend B --case ID [--threads N] [--repeat N] [--warmup N] [--simd T]`:
+// times one backend on one case's generated data and prints one JSON line: the best and
+// median seconds over --repeat runs (after --warmup untimed runs), GFLOP/s with forward
+// FLOPs = 4 * B * Hq * L * S * D (D = (Dqk + Dv) / 2, halved when causal), and the bytes of
+// K and V read per second (the figure of merit of decode shapes, L = 1).
+//
+// Exit codes: 0 timed; 2 bad usage: unknown backend or SIMD target, invalid case ID or
+// problem, or a problem the backend declines (every reason is printed).
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "conformance/data_gen.hpp"
+#include "core/case_id.hpp"
+#include "core/device.hpp"
+#include "core/guarded_buffer.hpp"
+#include "kernels/cpu/simd_target.hpp"
+#include "kernels/registry.hpp"
+
+namespace sdpa::cli {
+namespace {
+
+struct Options {
+  std::string backend;
+  std::string case_id;
+  int threads = 0;
+  int repeat = 5;
+  int warmup = 1;
+  std::string simd;
+};
+
+double forward_flops(const Problem& p) {
+  double f = 2.0 * static_cast<double>(p.batch) * static_cast<double>(p.heads_q) *
+             static_cast<double>(p.len_q) * static_cast<double>(p.len_kv) *
+             static_cast<double>(p.head_dim_qk + p.head_dim_v);
+  if (p.causal != Causal::none) f /= 2;
+  return f;
+}
+
+// Bytes of K and V the problem reads (valid keys of every batch element, each KV head once).
+double kv_bytes(const Problem& p) {
+  double keys = 0;
+  for (std::int64_t b = 0; b < p.batch; ++b) keys += static_cast<double>(seqlen_kv(p, b));
+  return keys * static_cast<double>(p.heads_kv) *
+         static_cast<double>(p.head_dim_qk + p.head_dim_v) *
+         static_cast<double>(dtype_size(p.dtype));
+}
+
+int fail(const std::string& message) {
+  std::cerr << "sdpa-cts bench: " << message << "\n";
+  return 2;
+}
+
+int run(const Options& opt) {
+  const Backend* backend = find_backend(opt.backend);
+  if (!backend) {
+    std::string known;
+    for (const Backend* b : builtin_backends())
+      known += (known.empty() ? "" : ", ") + std::string(b->name());
+    return fail("unknown backend '" + opt.backend + "' (known: " + known + ")");
+  }
+  const auto parsed = parse_case_id(opt.case_id);
+  if (const auto* e = std::get_if<CaseIdError>(&parsed)) return fail(e->message);
+  const Case c = std::get<Case>(parsed);
+  const Problem& p = c.problem;
+  if (auto r = validate(p); !r.empty()) return fail("INVALID case " + opt.case_id + ": " + r);
+  const Device device = detect_cpu();
+  if (backend->capabilities().device == DeviceKind::cpu) {
+    try {
+      (void)cpu::choose_simd_target(device.cpu, opt.simd);
+    } catch (const std::invalid_argument& e) {
+      return fail(std::string("--simd: ") + e.what());
+    }
+  }
+  if (Support s = backend->supports(p, device); !s.ok()) {
+    std::string why;
+    for (const auto& r : s.reasons) why += "\n  - " + r;
+    return fail(std::string(backend->name()) + " does not support " + opt.case_id + ":" + why);
+  }
+
+  InputBuffers in = make_inputs(c);
+  GuardedBuffer o("o", dtype_size(p.dtype), o_view(p), p.o.base_offset);
+  std::vector<float> lse(p.want_lse ? static_cast<std::size_t>(p.batch * p.heads_q * p.len_q) : 0);
+  std::vector<unsigned char> weights(
+      p.want_weights
+          ? static_cast<std::size_t>(p.batch * p.heads_q * p.len_q * p.len_kv) * dtype_size(p.dtype)
+          : 0);
+  const Buffers buf{in.q.data(),
+                    in.k.data(),
+                    in.v.data(),
+                    in.mask ? in.mask->data() : nullptr,
+                    o.data(),
+                    p.want_lse ? lse.data() : nullptr,
+                    p.want_weights ? weights.data() : nullptr};
+  const RunOptions ro{opt.threads, opt.simd};
+  for (int k = 0; k < opt.warmup; ++k) backend->run(p, buf, ro);
+  std::vector<double> times;
+  for (int k = 0; k < opt.repeat; ++k) {
+    const auto t0 = std::chrono::steady_clock::now();
+    backend->run(p, buf, ro);
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(times.begin(), times.end());
+  const double best = times.front(), median = times[times.size() / 2];
+  const double flops = forward_flops(p), bytes = kv_bytes(p);
+  std::string simd = opt.simd;
+  if (backend->capabilities().device == DeviceKind::cpu) {
+    simd = std::string(cpu::simd_target_name(cpu::choose_simd_target(device.cpu, opt.simd)));
+  }
+  nlohmann::json j;
+  j["backend"] = backend->name();
+  j["case"] = format_case_id(c);
+  j["threads"] = opt.threads > 0 ? opt.threads : omp_get_max_threads();
+  j["simd"] = simd;
+  j["repeat"] = times.size();
+  j["seconds_best"] = best;
+  j["seconds_median"] = median;
+  j["gflops_best"] = flops / best * 1e-9;
+  j["gflops_median"] = flops / median * 1e-9;
+  j["kv_bytes"] = bytes;
+  j["kv_gbytes_per_s_best"] = bytes / best * 1e-9;
+  j["kv_gbytes_per_s_median"] = bytes / median * 1e-9;
+  std::cout << j.dump() << "\n";
+  return 0;
+}
+
+}  // namespace
+
+std::function<int()> add_bench_command(CLI::App& app) {
+  auto opt = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand("bench", "Time a backend on a case (one JSON line)");
+  cmd->add_option("--backend", opt->backend, "Backend name, e.g. cpu.mem_efficient")->required();
+  cmd->add_option("--case", opt->case_id, "Case ID (docs/CASE_ID.md)")->required();
+  cmd->add_option("--threads", opt->threads, "OpenMP threads (0 = default)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--repeat", opt->repeat, "Timed runs (best and median are printed)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--warmup", opt->warmup, "Untimed runs first")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--simd", opt->simd, "Force a SIMD target: scalar, avx2, avx512, avx512bf16");
+  return [opt] { return run(*opt); };
+}
+
+}  // namespace sdpa::cli
