@@ -128,6 +128,39 @@ int run(const Options& opt) {
         std::cout << "\n";
       }
     }
+    // MHA cases: the reference only (backends are judged on SDPA cases).
+    for (const std::string& name : backend ? std::vector<std::string>{} : file->mha_case_names()) {
+      if (!opt.filter.empty() && name.find(opt.filter) == std::string::npos) continue;
+      std::string verdict, detail;
+      double score = 0;
+      try {
+        const golden::Agreement a =
+            golden::compare_mha_with_reference(file->load_mha(name), opt.threads);
+        score = a.worst();
+        const bool ok = a.mismatch.empty() && score <= opt.max_ulps;
+        verdict = ok ? "PASS" : "FAIL";
+        if (!a.mismatch.empty()) {
+          detail = a.mismatch;
+        } else if (!ok) {
+          detail = "c = " + fixed(score) + " > " + fixed(opt.max_ulps) + " at " + a.worst_where();
+        }
+        ++(ok ? t.passed : t.failed);
+      } catch (const std::exception& e) {
+        verdict = "ERROR";
+        detail = e.what();
+        ++t.errors;
+      }
+      if (score > t.worst || (std::isinf(score) && !std::isinf(t.worst))) {
+        t.worst = score;
+        t.worst_case = name;
+      }
+      if (!opt.quiet || verdict != "PASS") {
+        std::cout << std::left << std::setw(6) << verdict << " " << std::setw(9)
+                  << (verdict == "ERROR" ? "-" : fixed(score)) << " " << name;
+        if (!detail.empty()) std::cout << ": " << detail;
+        std::cout << "\n";
+      }
+    }
   }
   const int total = t.passed + t.failed + t.declined;
   std::cout << "golden verify (" << judge << "): " << total << " cases in " << files_read

@@ -155,6 +155,7 @@ struct GoldenFile::Impl {
   FileInfo info;
   Handle file;
   std::vector<std::string> ids;
+  std::vector<std::string> mha_names;
 };
 
 GoldenFile::GoldenFile(const std::string& path) : impl_(std::make_unique<Impl>()) {
@@ -216,6 +217,10 @@ GoldenFile::GoldenFile(const std::string& path) : impl_(std::make_unique<Impl>()
     Handle g = h5::open_group(w, root, "sdpa");
     impl_->ids = h5::list_links(Where{path, "/sdpa"}, g.get());
   }
+  if (h5::exists(w, root, "mha")) {
+    Handle g = h5::open_group(w, root, "mha");
+    impl_->mha_names = h5::list_links(Where{path, "/mha"}, g.get());
+  }
 }
 
 GoldenFile::~GoldenFile() = default;
@@ -224,6 +229,7 @@ GoldenFile& GoldenFile::operator=(GoldenFile&&) noexcept = default;
 
 const FileInfo& GoldenFile::info() const { return impl_->info; }
 const std::vector<std::string>& GoldenFile::case_ids() const { return impl_->ids; }
+const std::vector<std::string>& GoldenFile::mha_case_names() const { return impl_->mha_names; }
 
 GoldenCase GoldenFile::load(const std::string& id) const {
   const std::string& path = impl_->info.path;
@@ -329,6 +335,144 @@ GoldenCase GoldenFile::load(const std::string& id) const {
                  h5::string_attribute(w, g.get(), "", "data").value_or(""),
                  h5::string_attribute(w, g.get(), "", "note").value_or("")};
   return out;
+}
+
+namespace {
+
+using reference::MhaMaskKind;
+
+std::int64_t required_int(const Where& w, hid_t g, const char* name) {
+  const auto v = h5::int_attribute(w, g, "", name);
+  if (!v) h5::fail_schema(w, std::string("attribute '") + name + "'", "missing");
+  return *v;
+}
+
+bool required_flag(const Where& w, hid_t g, const char* name) {
+  const std::int64_t v = required_int(w, g, name);
+  if (v != 0 && v != 1) {
+    h5::fail_schema(w, std::string("attribute '") + name + "'",
+                    "must be 0 or 1, got " + std::to_string(v));
+  }
+  return v == 1;
+}
+
+MhaMaskKind mask_kind(const Where& w, hid_t g, const char* name) {
+  const auto v = h5::string_attribute(w, g, "", name);
+  if (!v) h5::fail_schema(w, std::string("attribute '") + name + "'", "missing");
+  if (*v == "none") return MhaMaskKind::none;
+  if (*v == "bool") return MhaMaskKind::boolean;
+  if (*v == "float") return MhaMaskKind::floating;
+  h5::fail_schema(w, std::string("attribute '") + name + "'",
+                  "expected 'none', 'bool' or 'float', got '" + *v + "'");
+}
+
+// An MHA array: required iff `used`, of the given shape; bool masks are uint8 0 / 1.
+std::vector<double> mha_array(const Where& w, hid_t g, const std::string& name, bool used,
+                              const std::vector<std::int64_t>& dims, bool boolean = false) {
+  const std::string what = "dataset '" + name + "'";
+  const bool present = h5::exists(w, g, name);
+  if (!used) {
+    if (present) h5::fail_schema(w, what, "present, but the problem does not use it");
+    return {};
+  }
+  if (!present) h5::fail_schema(w, what, "missing");
+  if (!boolean) return read_f64(w, g, name, dims);
+  Handle ds = h5::open_dataset(w, g, name);
+  const h5::DatasetShape s = h5::dataset_shape(w, ds.get(), name);
+  if (s.kind != h5::Kind::unsigned_int || s.size != 1) {
+    h5::fail_schema(w, what, "a bool mask is stored as uint8 (1 = ignore, MHA convention)");
+  }
+  if (s.dims != dims) {
+    h5::fail_schema(w, what,
+                    "expected shape " + h5::dims_text(dims) + ", got " + h5::dims_text(s.dims));
+  }
+  std::vector<std::uint8_t> raw(static_cast<std::size_t>(product(dims)));
+  if (!raw.empty()) h5::read(w, ds.get(), name, H5T_NATIVE_UINT8, raw.data());
+  std::vector<double> out(raw.size());
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i] > 1) {
+      h5::fail_schema(w, what,
+                      "bool mask value " + std::to_string(raw[i]) + " at flat index " +
+                          std::to_string(i) + " (must be 0 or 1)");
+    }
+    out[i] = raw[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+MhaGoldenCase GoldenFile::load_mha(const std::string& name) const {
+  const std::string& path = impl_->info.path;
+  if (!std::binary_search(impl_->mha_names.begin(), impl_->mha_names.end(), name)) {
+    throw std::invalid_argument(Where{path, ""}.prefix() + ": no case '" + name + "' under /mha");
+  }
+  const Where w{path, "/mha/" + name};
+  Handle mha = h5::open_group(Where{path, ""}, impl_->file.get(), "mha");
+  Handle grp = h5::open_group(w, mha.get(), name);
+  const hid_t g = grp.get();
+  MhaGoldenCase c;
+  c.name = name;
+  reference::MhaProblem& p = c.problem;
+  p.embed_dim = required_int(w, g, "embed_dim");
+  p.num_heads = required_int(w, g, "num_heads");
+  p.kdim = required_int(w, g, "kdim");
+  p.vdim = required_int(w, g, "vdim");
+  p.use_separate_proj_weight = required_flag(w, g, "use_separate_proj_weight");
+  p.batch = required_int(w, g, "batch");
+  p.len_q = required_int(w, g, "len_q");
+  p.len_kv = required_int(w, g, "len_kv");
+  p.batch_first = required_flag(w, g, "batch_first");
+  p.bias = required_flag(w, g, "bias");
+  p.add_bias_kv = required_flag(w, g, "add_bias_kv");
+  p.add_zero_attn = required_flag(w, g, "add_zero_attn");
+  p.key_padding_mask = mask_kind(w, g, "key_padding_mask");
+  p.attn_mask = mask_kind(w, g, "attn_mask");
+  p.attn_mask_rank = static_cast<int>(required_int(w, g, "attn_mask_rank"));
+  p.need_weights = required_flag(w, g, "need_weights");
+  p.average_attn_weights = required_flag(w, g, "average_attn_weights");
+  p.is_causal = required_flag(w, g, "is_causal");
+  p.dropout_p = h5::float_attribute(w, g, "", "dropout_p").value_or(0.0);
+  p.dropout_seed =
+      static_cast<std::uint64_t>(h5::int_attribute(w, g, "", "dropout_seed").value_or(0));
+  p.dropout_offset =
+      static_cast<std::uint64_t>(h5::int_attribute(w, g, "", "dropout_offset").value_or(0));
+  if (auto r = reference::validate(p); !r.empty()) {
+    h5::fail_schema(w, "", "the attributes describe an invalid MHA problem: " + r);
+  }
+  const std::int64_t E = p.embed_dim, B = p.batch, L = p.len_q, S = p.len_kv, H = p.num_heads;
+  const std::int64_t kd = *p.kdim, vd = *p.vdim, Sp = reference::attended_len_kv(p);
+  const bool sep = p.use_separate_proj_weight;
+  auto seq = [&](std::int64_t n, std::int64_t f) {
+    return p.batch_first ? std::vector<std::int64_t>{B, n, f} : std::vector<std::int64_t>{n, B, f};
+  };
+  reference::MhaInputs& in = c.inputs;
+  in.query = mha_array(w, g, "query", true, seq(L, E));
+  in.key = mha_array(w, g, "key", true, seq(S, kd));
+  in.value = mha_array(w, g, "value", true, seq(S, vd));
+  in.in_proj_weight = mha_array(w, g, "in_proj_weight", !sep, {3 * E, E});
+  in.q_proj_weight = mha_array(w, g, "q_proj_weight", sep, {E, E});
+  in.k_proj_weight = mha_array(w, g, "k_proj_weight", sep, {E, kd});
+  in.v_proj_weight = mha_array(w, g, "v_proj_weight", sep, {E, vd});
+  in.in_proj_bias = mha_array(w, g, "in_proj_bias", p.bias, {3 * E});
+  in.bias_k = mha_array(w, g, "bias_k", p.add_bias_kv, {E});
+  in.bias_v = mha_array(w, g, "bias_v", p.add_bias_kv, {E});
+  in.out_proj_weight = mha_array(w, g, "out_proj_weight", true, {E, E});
+  in.out_proj_bias = mha_array(w, g, "out_proj_bias", p.bias, {E});
+  in.key_padding_mask = mha_array(w, g, "key_padding_mask", p.key_padding_mask != MhaMaskKind::none,
+                                  {B, S}, p.key_padding_mask == MhaMaskKind::boolean);
+  const std::vector<std::int64_t> am_dims = p.attn_mask_rank == 3
+                                                ? std::vector<std::int64_t>{B * H, L, S}
+                                                : std::vector<std::int64_t>{L, S};
+  in.attn_mask = mha_array(w, g, "attn_mask", p.attn_mask != MhaMaskKind::none, am_dims,
+                           p.attn_mask == MhaMaskKind::boolean);
+  c.out = mha_array(w, g, "out", true, seq(L, E));
+  c.weights = mha_array(w, g, "weights", p.need_weights,
+                        p.average_attn_weights ? std::vector<std::int64_t>{B, L, Sp}
+                                               : std::vector<std::int64_t>{B, H, L, Sp});
+  c.family = h5::string_attribute(w, g, "", "family").value_or("");
+  c.note = h5::string_attribute(w, g, "", "note").value_or("");
+  return c;
 }
 
 }  // namespace sdpa::golden

@@ -23,6 +23,7 @@
 
 #include "core/case_id.hpp"
 #include "core/guarded_buffer.hpp"
+#include "reference/mha_reference.hpp"
 
 namespace sdpa::golden {
 
@@ -55,6 +56,17 @@ struct GoldenCase {
   std::string family, data, note;     // optional descriptive attributes ("" when absent)
 };
 
+// One MHA case (group /mha/<name>): the module and call as attributes, the f64 arrays of
+// reference::MhaInputs, and the expected output and weights.
+struct MhaGoldenCase {
+  std::string name;               // group name
+  reference::MhaProblem problem;  // from the group's attributes
+  reference::MhaInputs inputs;    // bool masks as 0 / 1
+  std::vector<double> out;        // [L, B, E] ([B, L, E] with batch_first)
+  std::vector<double> weights;    // [B, L, S'] or [B, H, L, S'] (need_weights), else empty
+  std::string family, note;       // optional descriptive attributes
+};
+
 class GoldenFile {
  public:
   // Opens and checks the root attributes; lists the cases. Throws as described above.
@@ -70,6 +82,10 @@ class GoldenFile {
   const std::vector<std::string>& case_ids() const;
   // Loads one SDPA case; throws std::invalid_argument for an unknown ID.
   GoldenCase load(const std::string& id) const;
+  // MHA case names (the groups under /mha), in byte order.
+  const std::vector<std::string>& mha_case_names() const;
+  // Loads one MHA case; throws like load().
+  MhaGoldenCase load_mha(const std::string& name) const;
 
  private:
   struct Impl;

@@ -138,6 +138,111 @@ Agreement compare_with_reference(const GoldenCase& g, reference::Precision preci
   return a;
 }
 
+Agreement compare_mha_with_reference(const MhaGoldenCase& g, int threads) {
+  const reference::MhaProblem& p = g.problem;
+  const reference::MhaInputs& in = g.inputs;
+  const reference::MhaResult r = reference::run_mha(p, in, threads);
+  const std::int64_t E = p.embed_dim, H = p.num_heads, D = reference::head_dim(p), B = p.batch,
+                     L = p.len_q, S = p.len_kv, Sp = reference::attended_len_kv(p);
+  Agreement a;
+  std::string kind;
+  auto note = [&](double c, double ref, double gold, const std::string& where, double* worst,
+                  std::string* worst_where) {
+    if (!kind.empty() && a.mismatch.empty()) {
+      a.mismatch = kind + " at " + where + ": reference " + num(ref) + ", golden " + num(gold);
+    }
+    if (c > *worst) {
+      *worst = c;
+      *worst_where = where + ": reference " + num(ref) + ", golden " + num(gold);
+    }
+  };
+  const auto at = [&](std::int64_t t, std::int64_t b, std::int64_t n, std::int64_t f) {
+    return static_cast<std::size_t>(p.batch_first ? (b * n + t) * f : (t * B + b) * f);
+  };
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t t = 0; t < L; ++t)
+      for (std::int64_t row = 0; row < E; ++row) {
+        double m = p.bias ? std::fabs(in.out_proj_bias[static_cast<std::size_t>(row)]) : 0.0;
+        for (std::int64_t e = 0; e < E; ++e) {
+          const auto x = static_cast<std::size_t>(((b * H + e / D) * L + t) * D + e % D);
+          m += std::fabs(in.out_proj_weight[static_cast<std::size_t>(row * E + e)]) *
+               (std::fabs(r.sdpa.o[x]) + r.sdpa.mag_a[x] + r.sdpa.mag_c[x] + r.sdpa.mag_g[x]);
+        }
+        const std::size_t x = at(t, b, L, E) + static_cast<std::size_t>(row);
+        m += std::fabs(g.out[x]);
+        const double c = agreement(r.out[x], g.out[x], m, &kind);
+        note(c, r.out[x], g.out[x], index_text("out", {t, b, row}), &a.o, &a.o_where);
+      }
+  if (!p.need_weights) return a;
+
+  // Projected Q and K per head in plain f64 (they only scale the bound): a_j.
+  const bool sep = p.use_separate_proj_weight;
+  const std::int64_t kd = reference::key_dim(p);
+  const double* wq = sep ? in.q_proj_weight.data() : in.in_proj_weight.data();
+  const double* wk = sep ? in.k_proj_weight.data() : in.in_proj_weight.data() + E * E;
+  const double scale = D > 0 ? 1.0 / std::sqrt(static_cast<double>(D)) : 1.0;
+  std::vector<double> wsum(static_cast<std::size_t>(B * L * Sp), 0.0), msum(wsum.size(), 0.0);
+  for (std::int64_t b = 0; b < B; ++b) {
+    std::vector<double> q(static_cast<std::size_t>(L * E)),
+        k(static_cast<std::size_t>(Sp * E), 0.0);
+    for (std::int64_t t = 0; t < L; ++t)
+      for (std::int64_t f = 0; f < E; ++f) {
+        double s = p.bias ? in.in_proj_bias[static_cast<std::size_t>(f)] : 0.0;
+        for (std::int64_t e = 0; e < E; ++e) s += wq[f * E + e] * in.query[at(t, b, L, E) + e];
+        q[static_cast<std::size_t>(t * E + f)] = s;
+      }
+    for (std::int64_t j = 0; j < Sp; ++j)
+      for (std::int64_t f = 0; f < E; ++f) {
+        double s = 0;
+        if (j < S) {
+          s = p.bias ? in.in_proj_bias[static_cast<std::size_t>(E + f)] : 0.0;
+          for (std::int64_t e = 0; e < kd; ++e) s += wk[f * kd + e] * in.key[at(j, b, S, kd) + e];
+        } else if (j == S && p.add_bias_kv) {
+          s = in.bias_k[static_cast<std::size_t>(f)];
+        }
+        k[static_cast<std::size_t>(j * E + f)] = s;
+      }
+    for (std::int64_t h = 0; h < H; ++h)
+      for (std::int64_t i = 0; i < L; ++i) {
+        const auto row = static_cast<std::size_t>((b * H + h) * L + i);
+        for (std::int64_t j = 0; j < Sp; ++j) {
+          const double w = r.sdpa.weights[row * static_cast<std::size_t>(Sp) + j];
+          double m = 0;
+          if (w > 0 && std::isfinite(w)) {
+            double aj = 0;
+            for (std::int64_t d = 0; d < D; ++d) {
+              aj += std::fabs(q[static_cast<std::size_t>(i * E + h * D + d)] *
+                              k[static_cast<std::size_t>(j * E + h * D + d)]);
+            }
+            m = w * (2 + std::fabs(std::log(w * (1 - p.dropout_p))) + std::fabs(r.sdpa.lse[row]) +
+                     scale * aj + r.sdpa.lse_mag_c[row] + r.sdpa.lse_mag_g[row]);
+          }
+          if (p.average_attn_weights) {
+            const auto x = static_cast<std::size_t>((b * L + i) * Sp + j);
+            msum[x] += m / static_cast<double>(H);
+          } else {
+            const std::size_t x = row * static_cast<std::size_t>(Sp) + static_cast<std::size_t>(j);
+            const double c =
+                agreement(r.weights[x], g.weights[x], m + std::fabs(g.weights[x]), &kind);
+            note(c, r.weights[x], g.weights[x], index_text("weights", {b, h, i, j}), &a.weights,
+                 &a.weights_where);
+          }
+        }
+      }
+  }
+  if (p.average_attn_weights) {
+    for (std::size_t x = 0; x < g.weights.size(); ++x) {
+      const double c =
+          agreement(r.weights[x], g.weights[x], msum[x] + std::fabs(g.weights[x]), &kind);
+      const auto sx = static_cast<std::int64_t>(x);
+      note(c, r.weights[x], g.weights[x],
+           index_text("weights", {sx / (L * Sp), sx / Sp % L, sx % Sp}), &a.weights,
+           &a.weights_where);
+    }
+  }
+  return a;
+}
+
 namespace {
 
 CaseOutcome outcome(Status s, std::string message) {

@@ -37,6 +37,15 @@ struct Agreement {
 Agreement compare_with_reference(const GoldenCase& g, reference::Precision precision,
                                  int threads = 0);
 
+// Runs the MHA reference (reference::run_mha) on an MHA golden case. The reference rounds
+// each stage to f64, so the magnitudes follow the stages: per output element r of a token,
+//   M(out_r) = |out_r| + |b_o,r| + sum_e |W_o,re| (|o_e| + mag_a_e + mag_c_e + mag_g_e)
+// (o and the magnitudes of the attention, e = h*D + d), and per head weight
+//   M(w) = w (2 + |ln(w (1 - p))| + |lse| + a_j + lse_mag_c + lse_mag_g)
+// with a_j from the projected Q and K (averaged weights: the mean over heads). Results are
+// reported in `o` (the output) and `weights`.
+Agreement compare_mha_with_reference(const MhaGoldenCase& g, int threads = 0);
+
 // Runs `backend` on the golden inputs and judges its outputs against the golden values.
 CaseOutcome judge_backend(const Backend& backend, const GoldenCase& g, const Device& device,
                           const RunOptions& options = {}, const ToleranceTable& table = {});

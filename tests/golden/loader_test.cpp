@@ -391,6 +391,38 @@ TEST_F(GoldenLoader, WeightsWithoutAttnw) {
   expect_error<std::invalid_argument>([&] { f.load(id); }, {"dataset 'weights'", "no attnw"});
 }
 
+TEST_F(GoldenLoader, MhaCasesLoad) {
+  const GoldenFile f(smoke_path());
+  ASSERT_GE(f.mha_case_names().size(), 5u);
+  for (const auto& name : f.mha_case_names()) {
+    const MhaGoldenCase c = f.load_mha(name);
+    const auto& p = c.problem;
+    const std::int64_t E = p.embed_dim;
+    EXPECT_EQ(c.out.size(), static_cast<std::size_t>(p.len_q * p.batch * E)) << name;
+    EXPECT_EQ(c.inputs.query.size(), c.out.size()) << name;
+    EXPECT_EQ(c.weights.empty(), !p.need_weights) << name;
+    EXPECT_FALSE(c.note.empty()) << name;
+  }
+}
+
+TEST_F(GoldenLoader, MhaMissingAttributeAndArray) {
+  const std::string name = GoldenFile(smoke_path()).mha_case_names()[0];
+  const auto path = broken_copy([&](hid_t f) {
+    const hid_t g = H5Gopen2(f, ("/mha/" + name).c_str(), H5P_DEFAULT);
+    H5Adelete(g, "num_heads");
+    H5Gclose(g);
+  });
+  expect_error<std::invalid_argument>([&] { GoldenFile(path).load_mha(name); },
+                                      {"/mha/" + name, "attribute 'num_heads'", "missing"});
+  const auto path2 = broken_copy([&](hid_t f) {
+    const hid_t g = H5Gopen2(f, ("/mha/" + name).c_str(), H5P_DEFAULT);
+    H5Ldelete(g, "out_proj_weight", H5P_DEFAULT);
+    H5Gclose(g);
+  });
+  expect_error<std::invalid_argument>([&] { GoldenFile(path2).load_mha(name); },
+                                      {"dataset 'out_proj_weight'", "missing"});
+}
+
 TEST_F(GoldenLoader, UnknownCase) {
   const GoldenFile f(smoke_path());
   expect_error<std::invalid_argument>([&] { f.load("b1.hq1.l1.s1.dqk1.f32.seed0.gen=x"); },

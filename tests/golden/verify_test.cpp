@@ -59,6 +59,20 @@ TEST_P(ReferenceAgreesWithGolden, EveryCaseWithinAFewUlps) {
     }
     ++checked;
   }
+  // MHA cases: the MHA reference has one (f64, stage-wise rounded) mode.
+  const auto& names = file.mha_case_names();
+  for (std::size_t n = 0; prm.precision == reference::Precision::f64 && n < names.size(); ++n) {
+    if (static_cast<int>(n % static_cast<std::size_t>(prm.shards)) != prm.shard) continue;
+    const Agreement a = compare_mha_with_reference(file.load_mha(names[n]), 1);
+    EXPECT_TRUE(a.mismatch.empty()) << names[n] << ": " << a.mismatch;
+    EXPECT_LE(a.worst(), kMaxUlps)
+        << names[n] << ": c = " << a.worst() << " at " << a.worst_where();
+    for (auto [name, c, where] :
+         {std::tuple{"mha out", a.o, a.o_where}, {"mha weights", a.weights, a.weights_where}}) {
+      if (c >= worst[name].first) worst[name] = {c, names[n] + " " + where};
+    }
+    ++checked;
+  }
   for (const auto& [name, w] : worst) {
     std::printf("worst c(%s) = %.3g ulps of magnitude: %s\n", name.c_str(), w.first,
                 w.second.c_str());
@@ -102,6 +116,15 @@ TEST(GoldenAgreement, DetectsAWrongExpectedValue) {
   g = smoke_case("f64.lse.attnw");
   g.weights[5] *= 1 + 0x1p-40;
   EXPECT_GT(compare_with_reference(g, reference::Precision::f64).weights, 4 * kMaxUlps);
+}
+
+TEST(GoldenAgreement, DetectsAWrongMhaValue) {
+  const GoldenFile f(golden_path("smoke.h5"));
+  ASSERT_FALSE(f.mha_case_names().empty());
+  MhaGoldenCase g = f.load_mha(f.mha_case_names()[0]);
+  EXPECT_LE(compare_mha_with_reference(g).worst(), kMaxUlps);
+  g.out[2] *= 1 + 0x1p-40;
+  EXPECT_GT(compare_mha_with_reference(g).o, 4 * kMaxUlps);
 }
 
 TEST(GoldenAgreement, NanAndInfinityMustMatchExactly) {
