@@ -632,6 +632,9 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
     }
   }
 
+  const bool direct_k = !bf16_dot && p.dtype == DType::f32 && p.ks[3] == 1;
+  const bool direct_v = !bf16_dot && p.dtype == DType::f32 && p.vs[3] == 1;
+  const i64 ldk = direct_k ? p.ks[2] : Dq, ldv = direct_v ? p.vs[2] : Dv;
   const bool prescale = p.mask_kind != 0 || p.softcap > 0;
   const float sc = prescale ? 1.0f : p.scale * kLog2e;
   const i64 panel_rows = bf16_dot ? 64 : kPanel;
@@ -679,6 +682,8 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
 
     // K and V blocks.
     const i64 kvrow = ck + j0;
+    const float* kblk = KB;
+    const float* vblk = VB;
     if (bf16_dot) {
 #if FLASH_LEVEL == 3
       for (i64 jj = 0; jj < n; ++jj) {
@@ -706,9 +711,21 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
       }
 #endif
     } else {
-      for (i64 jj = 0; jj < n; ++jj) {
-        load_row(p.dtype, p.k, kbase + (kvrow + jj) * p.ks[2], p.ks[3], Dq, KB + jj * Dq);
-        load_row(p.dtype, p.v, vbase + (kvrow + jj) * p.vs[2], p.vs[3], Dv, VB + jj * Dv);
+      // f32 rows with unit head-dim stride are read in place; anything else is converted
+      // into the contiguous block.
+      if (direct_k) {
+        kblk = static_cast<const float*>(p.k) + kbase + kvrow * p.ks[2];
+      } else {
+        for (i64 jj = 0; jj < n; ++jj) {
+          load_row(p.dtype, p.k, kbase + (kvrow + jj) * p.ks[2], p.ks[3], Dq, KB + jj * Dq);
+        }
+      }
+      if (direct_v) {
+        vblk = static_cast<const float*>(p.v) + vbase + kvrow * p.vs[2];
+      } else {
+        for (i64 jj = 0; jj < n; ++jj) {
+          load_row(p.dtype, p.v, vbase + (kvrow + jj) * p.vs[2], p.vs[3], Dv, VB + jj * Dv);
+        }
       }
     }
 
@@ -726,7 +743,7 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
       } else {
         for (i64 j = ja; j < jb; j += kMR) {
           const int mr = static_cast<int>(imin(kMR, jb - j));
-          kGemm1[pn.nv][mr](KB + j * Dq, Dq, QT + pn.r0, Rp, Dq, ST + j * Rp + pn.r0, Rp);
+          kGemm1[pn.nv][mr](kblk + j * ldk, ldk, QT + pn.r0, Rp, Dq, ST + j * Rp + pn.r0, Rp);
         }
       }
       const i64 rend = imin(pn.r0 + pn.nv * (bf16_dot ? 16 : W), R);
@@ -777,8 +794,8 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
       } else {
         for (i64 d = 0; d < Dv; d += kMR) {
           const int mr = static_cast<int>(imin(kMR, Dv - d));
-          kGemm2[pn.nv][mr](VB + ja * Dv + d, Dv, ST + ja * Rp + pn.r0, Rp, jb - ja, arow + pn.r0,
-                            OT + d * Rp + pn.r0, Rp);
+          kGemm2[pn.nv][mr](vblk + ja * ldv + d, ldv, ST + ja * Rp + pn.r0, Rp, jb - ja,
+                            arow + pn.r0, OT + d * Rp + pn.r0, Rp);
         }
       }
     }

@@ -108,9 +108,8 @@ TEST(FlashBackend, DeclinesWhatItCannotDoWithEveryReason) {
   EXPECT_FALSE(flash().supports(p, *simulated_device("sm80")).ok());
   p = parse_case_id_or_throw("b1.hq1.l4.s4.dqk1024.dv1024.bf16.seed0").problem;
   EXPECT_TRUE(flash().supports(p, this_cpu()).ok());
-  EXPECT_EQ(check("b1.hq1.l4.s4.dqk8.f64.seed0", best_target(), 1).find("NOT_SUPPORTED") ==
-                std::string::npos,
-            false);
+  EXPECT_NE(check("b1.hq1.l4.s4.dqk8.f64.seed0", best_target(), 1).find("NOT_SUPPORTED"),
+            std::string::npos);
 }
 
 TEST(FlashBackend, ForcingAMissingOrUnknownTargetThrows) {
