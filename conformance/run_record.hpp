@@ -1,0 +1,49 @@
+// What a conformance run found, as plain data: the only thing reports/ sees. Reports never
+// compute verdicts; they write these records.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "conformance/check_case.hpp"
+
+namespace sdpa {
+
+// One (case, backend) verdict.
+struct CaseRecord {
+  std::string case_id;                // canonical case ID
+  std::string backend;                // backend name, e.g. "cpu.flash"
+  std::string device;                 // device name the backend ran on (or was judged for)
+  std::string simd_target;            // forced SIMD target, "" = the backend's best
+  int threads = 0;                    // OpenMP threads used (0 = default)
+  Status status = Status::pass;       // verdict
+  std::string message;                // reasons / worst element / error text
+  double max_abs_error = 0;           // largest |kernel - reference| over O
+  double worst_ratio = 0;             // largest error / tolerance (<= 1 passes)
+  std::string worst_where;            // where the worst ratio occurred
+  double seconds = 0;                 // wall time of the backend run plus judging
+  std::vector<std::string> features;  // feature tags of the case: "dtype=bf16", "causal=br", ...
+  std::string repro;                  // paste-able command reproducing this record
+};
+
+// The whole run.
+struct RunSummary {
+  std::string tool_version;         // sdpa-cts version
+  std::string tolerance_version;    // ToleranceTable::version that judged it
+  std::string tier;                 // tier name or "custom"
+  std::string device;               // device description
+  std::uint64_t seed = 0;           // run seed (for sampled sweeps)
+  std::string started_at;           // ISO 8601 UTC
+  double seconds = 0;               // wall time of the whole run
+  std::vector<CaseRecord> records;  // every verdict, in run order
+};
+
+// Number of records per status name ("PASS" -> 12, ...), every status present (0 if none).
+std::map<std::string, std::int64_t> count_by_status(const RunSummary& run);
+
+// Feature tags of a problem, used for the backend x feature matrix of the reports.
+std::vector<std::string> case_features(const Problem& p);
+
+}  // namespace sdpa
