@@ -2,7 +2,8 @@
 // times one backend on one case's generated data and prints one JSON line: the best and
 // median seconds over --repeat runs (after --warmup untimed runs), GFLOP/s with forward
 // FLOPs = 4 * B * Hq * L * S * D (D = (Dqk + Dv) / 2, halved when causal), and the bytes of
-// K and V read per second (the figure of merit of decode shapes, L = 1).
+// K and V read per second (the figure of merit of decode shapes, L = 1). cpu_seconds_best
+// (process CPU time of the fastest run, all threads) shows whether the cores were shared.
 //
 // Exit codes: 0 timed; 2 bad usage: unknown backend or SIMD target, invalid case ID or
 // problem, or a problem the backend declines (every reason is printed).
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -49,6 +51,14 @@ double kv_bytes(const Problem& p) {
   return keys * static_cast<double>(p.heads_kv) *
          static_cast<double>(p.head_dim_qk + p.head_dim_v) *
          static_cast<double>(dtype_size(p.dtype));
+}
+
+// CPU time of the whole process (all threads): on a shared machine, wall time over CPU time
+// tells how much of the run the cores were actually ours.
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
 int fail(const std::string& message) {
@@ -99,13 +109,16 @@ int run(const Options& opt) {
                     p.want_weights ? weights.data() : nullptr};
   const RunOptions ro{opt.threads, opt.simd};
   for (int k = 0; k < opt.warmup; ++k) backend->run(p, buf, ro);
-  std::vector<double> times;
+  std::vector<double> times, cpu_times;
   for (int k = 0; k < opt.repeat; ++k) {
+    const double c0 = process_cpu_seconds();
     const auto t0 = std::chrono::steady_clock::now();
     backend->run(p, buf, ro);
     times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    cpu_times.push_back(process_cpu_seconds() - c0);
   }
   std::sort(times.begin(), times.end());
+  std::sort(cpu_times.begin(), cpu_times.end());
   const double best = times.front(), median = times[times.size() / 2];
   const double flops = forward_flops(p), bytes = kv_bytes(p);
   std::string simd = opt.simd;
@@ -120,6 +133,7 @@ int run(const Options& opt) {
   j["repeat"] = times.size();
   j["seconds_best"] = best;
   j["seconds_median"] = median;
+  j["cpu_seconds_best"] = cpu_times.front();  // process CPU time, all threads together
   j["gflops_best"] = flops / best * 1e-9;
   j["gflops_median"] = flops / median * 1e-9;
   j["kv_bytes"] = bytes;
