@@ -31,13 +31,13 @@ Capabilities mem_efficient_caps() {
   return c;
 }
 
-// PyTorch's minimum_gemm_alignment: tensor cores need 128-bit rows of the head dim.
+// PyTorch's minimum_gemm_alignment: tensor cores (sm80+, or sm70+ for f16 / bf16) need
+// 128-bit rows of the head dim; from sm80 f32 needs 4 elements too.
 int gemm_alignment(int sm, DType dtype) {
   const bool half = dtype == DType::f16 || dtype == DType::bf16;
-  const bool tensor_cores = sm >= 80 || (sm >= 70 && half);
-  int align = sm >= 80 ? 4 : 1;
-  if (tensor_cores) align = std::max(align, half ? 8 : 4);
-  return align;
+  if (sm >= 80) return half ? 8 : 4;
+  if (sm >= 70 && half) return 8;
+  return 1;
 }
 
 class MemEfficient final : public detail::DescriptorBackend {

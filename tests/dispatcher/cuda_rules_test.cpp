@@ -310,6 +310,10 @@ TEST(CudaCudnn, VersionGates) {
   const std::string drop = "b1.hq2.l128.s128.dqk64.f16.p0.125.seed1.gen=normal";
   EXPECT_TRUE(declines_with(cudnn, drop, "sm90:cudnn=9.12.0",
                             "dropout is disabled with cuDNN 9.11 to 9.13 (device has 9.12.0)"));
+  EXPECT_TRUE(declines_with(cudnn, drop, "sm90:cudnn=9.13.5",
+                            "dropout is disabled with cuDNN 9.11 to 9.13 (device has 9.13.5)"));
+  EXPECT_TRUE(declines_with(cudnn, drop, "sm90:cudnn=9.11.0",
+                            "dropout is disabled with cuDNN 9.11 to 9.13 (device has 9.11.0)"));
   EXPECT_TRUE(accepts(cudnn, drop, "sm90:cudnn=9.14.0"));
   EXPECT_TRUE(accepts(cudnn, drop, "sm90:cudnn=9.10.2"));
   EXPECT_TRUE(declines_with(cudnn, drop, "sm80:cudnn=8.9.4",

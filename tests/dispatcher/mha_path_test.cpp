@@ -96,6 +96,16 @@ TEST(MhaPath, InProjWeightNoneAndQkvSameEmbedDim) {
                 "in_proj_weight was None", "_qkv_same_embed_dim was not True"}));
 }
 
+TEST(MhaPath, BiasKvFailsTwoConditions) {
+  const MhaPath p = pick(kFast + ".add_bias_kv=1", "sm80");
+  std::vector<std::string> failed;
+  for (const auto& k : p.checks) {
+    if (!k.passed) failed.push_back(k.reason);
+  }
+  EXPECT_EQ(failed,
+            (std::vector<std::string>{"self.bias_k was not None", "self.bias_v was not None"}));
+}
+
 TEST(MhaPath, BoolMasksKeepTheFastPath) {
   EXPECT_TRUE(pick(kFast + ".mask=bool.kpm=bool", "sm80").fast_path);
 }
@@ -145,6 +155,8 @@ TEST(MhaPath, FastPathMaterializes) {
   EXPECT_EQ(p.route_reason,
             "head dim 6 is not a multiple of 8: native multi-head attention uses bmm and a masked "
             "softmax");
+  p = pick("e48.h4.b2.l5.s5.f16.batch_first=1.need_weights=0", "sm80");
+  EXPECT_EQ(p.route, MhaRoute::fast_materialized) << "head dim 12";
   p = pick("e64.h4.b2.l5.s5.f64.batch_first=1.need_weights=0", "sm80");
   EXPECT_EQ(p.route, MhaRoute::fast_materialized);
   EXPECT_EQ(p.route_reason,
