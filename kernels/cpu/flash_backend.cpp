@@ -168,7 +168,7 @@ void FlashBackend::run(const Problem& p, const Buffers& buf, const RunOptions& o
   P.win_right = p.window.right;
   P.win_br = p.window.align == Align::bottom_right;
   P.mask_kind = p.mask == MaskKind::boolean ? 1 : p.mask == MaskKind::additive ? 2 : 0;
-  P.scale = static_cast<float>(effective_scale(p));
+  P.scale = effective_scale(p);
   P.softcap = static_cast<float>(p.softcap);
   P.dropout = p.dropout_p > 0;
   P.drop_threshold = P.dropout ? dropout_threshold(p.dropout_p) : 0;

@@ -37,7 +37,7 @@ namespace {
 
 using i64 = std::int64_t;
 constexpr float kNegInf = -__builtin_inff();
-constexpr float kLog2e = 1.44269504088896340736f;
+constexpr double kLog2eD = 1.44269504088896340736;
 constexpr double kLn2 = 0.693147180559945309417232121458;
 
 inline i64 imin(i64 a, i64 b) { return a < b ? a : b; }
@@ -374,14 +374,17 @@ constexpr Gemm2Fn kGemm2[kNV + 1][7] = {{},
 
 // ================================================================== bf16 micro-kernels
 #if FLASH_LEVEL == 3
+// A 32-bit word that may alias 16-bit data and sit at any even address: a pair of bf16
+// elements read in place from a row of K.
+typedef std::uint32_t u32a __attribute__((may_alias, aligned(2)));
 constexpr int kBMR = 6, kBNV = 4;  // 24 zmm accumulators; 16 rows per zmm
 constexpr int kBPanel = kBNV * 16;
 
 // S^T[k][r] = sum_e dot2(kb2[k*ldk + e], qt2[e*ldq + r]) for k < MR, r < NV*16 (bf16 pairs
 // along the head dim, f32 accumulation).
 template <int MR, int NV>
-void bgemm1_tile(const std::uint32_t* kb2, i64 ldk, const std::uint32_t* qt2, i64 ldq, i64 pairs,
-                 float* st, i64 lds) {
+void bgemm1_tile(const u32a* kb2, i64 ldk, const std::uint32_t* qt2, i64 ldq, i64 pairs, float* st,
+                 i64 lds) {
   __m512 acc[MR][NV];
   for (int k = 0; k < MR; ++k)
     for (int v = 0; v < NV; ++v) acc[k][v] = _mm512_setzero_ps();
@@ -420,7 +423,7 @@ void bgemm2_tile(const std::uint32_t* vp2, i64 ldv, const std::uint32_t* p2, i64
     for (int v = 0; v < NV; ++v) _mm512_storeu_ps(ot + k * ldo + v * 16, acc[k][v]);
 }
 
-using BGemm1Fn = void (*)(const std::uint32_t*, i64, const std::uint32_t*, i64, i64, float*, i64);
+using BGemm1Fn = void (*)(const u32a*, i64, const std::uint32_t*, i64, i64, float*, i64);
 using BGemm2Fn = void (*)(const std::uint32_t*, i64, const std::uint32_t*, i64, i64, const float*,
                           float*, i64);
 constexpr BGemm1Fn kBGemm1[kBNV + 1][7] = {{},
@@ -492,14 +495,16 @@ inline void row_interval(const Params& p, i64 i, i64 lb, i64 sb, i64* lo, i64* h
 // `sc`, into base 2), masks keys outside each row's [rlo, rhi) unless `full`, updates the
 // running max m and sum l, leaves the rescale factor in alpha and P^T (times the dropout
 // keep factor) in st.
-inline void softmax_rows(float* st, i64 lds, i64 r, i64 ja, i64 jb, bool full, float sc,
-                         const float* rlo, const float* rhi, float* m, float* l, float* alpha,
-                         const float* keep) {
+inline void softmax_rows(float* st, i64 lds, i64 r, i64 ja, i64 jb, bool full, bool scaled,
+                         float sc, const float* rlo, const float* rhi, float* m, float* l,
+                         float* alpha, const float* keep) {
   float* col = st + r;
   const VF vsc = vset(sc);
   const VF ninf = vset(kNegInf);
   VF mx = ninf;
-  if (full) {
+  if (full && !scaled) {
+    for (i64 j = ja; j < jb; ++j) mx = vmax(mx, vload(col + j * lds));
+  } else if (full) {
     for (i64 j = ja; j < jb; ++j) {
       const VF t = vmul(vload(col + j * lds), vsc);
       vstore(col + j * lds, t);
@@ -509,7 +514,8 @@ inline void softmax_rows(float* st, i64 lds, i64 r, i64 ja, i64 jb, bool full, f
     const VF a = vload(rlo + r), z = vload(rhi + r), one = vset(1.0f);
     VF jf = vset(static_cast<float>(ja));
     for (i64 j = ja; j < jb; ++j) {
-      VF t = vmul(vload(col + j * lds), vsc);
+      VF t = vload(col + j * lds);
+      if (scaled) t = vmul(t, vsc);
       t = vselect(vand(vle(a, jf), vlt(jf, z)), t, ninf);
       vstore(col + j * lds, t);
       mx = vmax(mx, t);
@@ -558,6 +564,9 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
   const i64 obase = p.packed ? 0 : b * p.os[0];
   const i64 h0 = it.hkv * p.group + it.g0;  // query head of tile row 0
   const bool bf16_dot = FLASH_LEVEL == 3 && p.bf16_dot;
+  const bool prescale = p.mask_kind != 0 || p.softcap > 0;  // elementwise logit pass
+  const float scale_f = static_cast<float>(p.scale);
+  const double qscale = prescale ? 1.0 : p.scale * kLog2eD;
 
   float* QT = at<float>(scr, sl.qt);
   float* KB = at<float>(scr, sl.kb);
@@ -624,7 +633,9 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
       for (i64 r = 0; r < Rp; ++r) {
         if (r < R) {
           load_row(p.dtype, p.q, q_offset(r), p.qs[3], Dq, tmp);
-          for (i64 d = 0; d < Dq; ++d) QT[d * Rp + r] = tmp[d];
+          for (i64 d = 0; d < Dq; ++d) {
+            QT[d * Rp + r] = static_cast<float>(static_cast<double>(tmp[d]) * qscale);
+          }
         } else {
           for (i64 d = 0; d < Dq; ++d) QT[d * Rp + r] = 0;
         }
@@ -635,8 +646,10 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
   const bool direct_k = !bf16_dot && p.dtype == DType::f32 && p.ks[3] == 1;
   const bool direct_v = !bf16_dot && p.dtype == DType::f32 && p.vs[3] == 1;
   const i64 ldk = direct_k ? p.ks[2] : Dq, ldv = direct_v ? p.vs[2] : Dv;
-  const bool prescale = p.mask_kind != 0 || p.softcap > 0;
-  const float sc = prescale ? 1.0f : p.scale * kLog2e;
+  // Logits in base 2: without softcap or mask the factor scale * log2(e) is folded into Q
+  // (rounded once, in f64); the bf16 dot path keeps Q in bf16 and scales the logits.
+  const bool scaled = bf16_dot && !prescale;
+  const float sc = static_cast<float>(p.scale * kLog2eD);
   const i64 panel_rows = bf16_dot ? 64 : kPanel;
 
   for (i64 j0 = jmax >= jmin ? jmin / kKeyBlock * kKeyBlock : sb; j0 <= jmax; j0 += kKeyBlock) {
@@ -684,21 +697,42 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
     const i64 kvrow = ck + j0;
     const float* kblk = KB;
     const float* vblk = VB;
+#if FLASH_LEVEL == 3
+    const u32a* kb2blk = KB2;
+    i64 ldk2 = Dq2;
+#endif
     if (bf16_dot) {
 #if FLASH_LEVEL == 3
-      for (i64 jj = 0; jj < n; ++jj) {
-        load_row_bits(p.k, kbase + (kvrow + jj) * p.ks[2], p.ks[3], Dq,
-                      reinterpret_cast<std::uint16_t*>(KB2 + jj * Dq2));
+      // K rows are used in place as bf16 pairs when whole pairs are contiguous and the block
+      // needs no zero key to complete its last pair; else copied with zero padding.
+      if (p.ks[3] == 1 && Dq % 2 == 0 && p.ks[2] % 2 == 0 && n % 2 == 0) {
+        kb2blk = reinterpret_cast<const u32a*>(static_cast<const std::uint16_t*>(p.k) + kbase +
+                                               kvrow * p.ks[2]);
+        ldk2 = p.ks[2] / 2;
+      } else {
+        for (i64 jj = 0; jj < n; ++jj) {
+          load_row_bits(p.k, kbase + (kvrow + jj) * p.ks[2], p.ks[3], Dq,
+                        reinterpret_cast<std::uint16_t*>(KB2 + jj * Dq2));
+        }
+        if (n & 1) std::memset(KB2 + n * Dq2, 0, static_cast<std::size_t>(Dq2) * 4);
       }
-      if (n & 1) std::memset(KB2 + n * Dq2, 0, static_cast<std::size_t>(Dq2) * 4);
-      auto* ra = reinterpret_cast<std::uint16_t*>(tmp);
-      auto* rb = ra + round_up(Dv, 32);
+      auto* ta = reinterpret_cast<std::uint16_t*>(tmp);
+      auto* tb = ta + round_up(Dv, 32);
+      const auto* vsrc = static_cast<const std::uint16_t*>(p.v) + vbase;
       for (i64 jp = 0; 2 * jp < n; ++jp) {
-        load_row_bits(p.v, vbase + (kvrow + 2 * jp) * p.vs[2], p.vs[3], Dv, ra);
-        if (2 * jp + 1 < n) {
-          load_row_bits(p.v, vbase + (kvrow + 2 * jp + 1) * p.vs[2], p.vs[3], Dv, rb);
+        const std::uint16_t* ra = ta;
+        const std::uint16_t* rb = tb;
+        if (p.vs[3] == 1) {
+          ra = vsrc + (kvrow + 2 * jp) * p.vs[2];
         } else {
-          std::memset(rb, 0, static_cast<std::size_t>(Dv) * 2);
+          load_row_bits(p.v, vbase + (kvrow + 2 * jp) * p.vs[2], p.vs[3], Dv, ta);
+        }
+        if (2 * jp + 1 >= n) {
+          std::memset(tb, 0, static_cast<std::size_t>(Dv) * 2);
+        } else if (p.vs[3] == 1) {
+          rb = vsrc + (kvrow + 2 * jp + 1) * p.vs[2];
+        } else {
+          load_row_bits(p.v, vbase + (kvrow + 2 * jp + 1) * p.vs[2], p.vs[3], Dv, tb);
         }
         std::uint32_t* dst = VP2 + jp * Dv;
         i64 d = 0;
@@ -737,7 +771,8 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
 #if FLASH_LEVEL == 3
         for (i64 j = ja; j < jb; j += kBMR) {
           const int mr = static_cast<int>(imin(kBMR, jb - j));
-          kBGemm1[pn.nv][mr](KB2 + j * Dq2, Dq2, QT2 + pn.r0, Rp, Dq2, ST + j * Rp + pn.r0, Rp);
+          kBGemm1[pn.nv][mr](kb2blk + j * ldk2, ldk2, QT2 + pn.r0, Rp, Dq2, ST + j * Rp + pn.r0,
+                             Rp);
         }
 #endif
       } else {
@@ -754,14 +789,14 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
           const i64 h = h0 + r / it.ni, i = it.i0 + r % it.ni;
           const i64 mo = b * p.ms[0] + h * p.ms[1] + i * p.ms[2] + j0 * p.ms[3];
           for (i64 j = ja; j < jc; ++j) {
-            float s = ST[j * Rp + r] * p.scale;
+            float s = ST[j * Rp + r] * scale_f;
             if (p.softcap > 0) s = p.softcap * __builtin_tanhf(s / p.softcap);
             if (p.mask_kind == 2) {
               s += load_one(p.dtype, p.mask, mo + j * p.ms[3]);
             } else if (p.mask_kind == 1) {
               if (static_cast<const std::uint8_t*>(p.mask)[mo + j * p.ms[3]] == 0) s = kNegInf;
             }
-            ST[j * Rp + r] = s * kLog2e;
+            ST[j * Rp + r] = static_cast<float>(static_cast<double>(s) * kLog2eD);
           }
         }
       }
@@ -778,7 +813,7 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
       }
       // Online softmax, one vector of rows at a time.
       for (i64 r = pn.r0; r < pn.r0 + pn.nv * (bf16_dot ? 16 : W); r += W) {
-        softmax_rows(ST, Rp, r, ja, jb, pn.full, sc, rlo, rhi, mrow, lrow, arow,
+        softmax_rows(ST, Rp, r, ja, jb, pn.full, scaled, sc, rlo, rhi, mrow, lrow, arow,
                      p.dropout ? KEEP : nullptr);
       }
       // GEMM 2: rescale the accumulators and add P V.
@@ -814,8 +849,8 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
     if (l == 0) {
       for (i64 d = 0; d < Dv; ++d) tmp[d] = 0.0f;
     } else {
-      const float inv = static_cast<float>(p.keep_scale / static_cast<double>(l));
-      for (i64 d = 0; d < Dv; ++d) tmp[d] = OT[d * Rp + r] * inv;
+      const double inv = p.keep_scale / static_cast<double>(l);
+      for (i64 d = 0; d < Dv; ++d) tmp[d] = static_cast<float>(OT[d * Rp + r] * inv);
     }
     store_row(p.dtype, tmp, Dv, p.o, obase + h * p.os[1] + (cq + i) * p.os[2], p.os[3]);
   }

@@ -64,7 +64,7 @@ struct Params {
   std::int64_t win_left = -1, win_right = -1;  // < 0 = unbounded
   bool win_br = false;                         // window aligned bottom-right
   int mask_kind = 0;                           // 0 none, 1 boolean, 2 additive
-  float scale = 1;                             // logit scale
+  double scale = 1;                            // logit scale
   float softcap = 0;                           // > 0: c * tanh(s / c)
   bool dropout = false;
   std::uint32_t drop_threshold = 0;

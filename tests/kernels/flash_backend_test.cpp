@@ -10,6 +10,7 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -19,12 +20,14 @@
 
 #include "conformance/check_case.hpp"
 #include "conformance/data_gen.hpp"
+#include "conformance/naive_baseline.hpp"
 #include "core/case_id.hpp"
 #include "core/device.hpp"
 #include "kernels/cpu/cpu_backends.hpp"
 #include "kernels/cpu/flash_kernel.hpp"
 #include "kernels/cpu/simd_target.hpp"
 #include "kernels/registry.hpp"
+#include "reference/sdpa_reference.hpp"
 
 namespace sdpa {
 namespace {
@@ -53,14 +56,18 @@ bool has_target(const std::string& name) {
   return false;
 }
 
-// Runs one case; returns "" on PASS, else a line describing the failure.
+// Runs one case; returns "" on PASS, else a line describing the failure. QUALITY_WARNING
+// (within the tolerance, but above 2x the naive same-precision error) is accepted here:
+// on small cases the naive error is itself a noisy maximum over few elements, so an
+// algorithm exactly as accurate as the naive one trips it about once in a hundred cases.
+// Quality is checked in aggregate by ErrorIsThatOfTheNaiveAlgorithm below.
 std::string check(const std::string& id, const std::string& target, int threads) {
   const Case c = parse_case_id_or_throw(id);
   RunOptions opt;
   opt.simd_target = target;
   opt.threads = threads;
   const CaseOutcome out = check_case(flash(), c, this_cpu(), opt);
-  if (out.status == Status::pass) return "";
+  if (out.status == Status::pass || out.status == Status::quality_warning) return "";
   return id + " [" + target + ", " + std::to_string(threads) +
          " threads]: " + status_name(out.status) + ": " + out.message;
 }
@@ -536,6 +543,45 @@ TEST(FlashBackend, NonexistentKeysAreNeverReadAndNaNPropagates) {
         }
       }
     }
+  }
+}
+
+// ------------------------------------------------------------------ quality
+
+// The second gate of TESTING.md in aggregate: over many cases, the error of cpu.flash is
+// that of the naive algorithm in the same precision (f32 logits, softmax and P V): the
+// mean of the per-case maximum errors at most 1.25x the naive one, and at most 3 of 80
+// cases over the per-case gate (2x naive + one rounding).
+TEST(FlashBackend, ErrorIsThatOfTheNaiveAlgorithm) {
+  for (const char* dt : {"f32", "f16", "bf16"}) {
+    double ours = 0, naive = 0;
+    int over = 0, n = 0;
+    for (int seed = 1; seed <= 20; ++seed) {
+      for (const char* shape : {"l37.s70.dqk5.dv26", "l37.s70.dqk64.dv26", "l20.s300.dqk16.dv16",
+                                "l64.s64.dqk128.dv128.causal=tl"}) {
+        const Case c = parse_case_id_or_throw(std::string("b1.hq2.hkv1.") + shape + "." + dt +
+                                              ".seed" + std::to_string(seed));
+        const Problem& p = c.problem;
+        RunOptions opt;
+        opt.threads = 2;
+        const CaseOutcome out = check_case(flash(), c, this_cpu(), opt);
+        ASSERT_TRUE(out.status == Status::pass || out.status == Status::quality_warning)
+            << out.message;
+        InputBuffers in = make_inputs(c);
+        const reference::Result ref = reference::run_sdpa(p, in.pointers());
+        const std::vector<double> nv =
+            naive_low_precision(p, in.pointers(), flash().precision(p.dtype));
+        double ne = 0;
+        for (std::size_t x = 0; x < nv.size(); ++x) ne = std::max(ne, std::fabs(nv[x] - ref.o[x]));
+        ours += out.max_abs_error;
+        naive += ne;
+        over += out.status == Status::quality_warning;
+        ++n;
+      }
+    }
+    EXPECT_LE(ours, 1.25 * naive) << dt << ": mean error " << ours / n << " against naive "
+                                  << naive / n;
+    EXPECT_LE(over, 3) << dt;
   }
 }
 
