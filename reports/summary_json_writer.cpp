@@ -1,0 +1,97 @@
+// summary.json: the run at a glance (docs/REPORTS.md).
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "reports/report_util.hpp"
+#include "reports/reports.hpp"
+
+namespace sdpa {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+constexpr std::size_t kWorstInSummary = 10;
+constexpr std::size_t kFailuresInSummary = 100;
+
+json number(double x) {
+  if (std::isfinite(x)) return x;
+  return report::format_number(x);
+}
+
+json counts_json(const report::StatusCounts& c) {
+  json j;
+  j["total"] = c.total;
+  for (Status s : report::kAllStatuses) j[status_name(s)] = c[s];
+  return j;
+}
+
+}  // namespace
+
+std::string render_summary_json(const RunSummary& run) {
+  auto counts = report::count_statuses(run);
+  double case_seconds = 0;
+  for (const auto& r : run.records) {
+    if (std::isfinite(r.seconds)) case_seconds += r.seconds;
+  }
+
+  json j;
+  j["schema"] = "sdpa-cts.summary";
+  j["schema_version"] = 1;
+  j["tool_version"] = run.tool_version;
+  j["tolerance_version"] = run.tolerance_version;
+  j["tier"] = run.tier;
+  j["device"] = run.device;
+  j["seed"] = run.seed;
+  j["started_at"] = run.started_at;
+  j["seconds"] = number(run.seconds);
+  j["case_seconds"] = case_seconds;
+  j["cases"] = counts.total;
+  j["cases_per_second"] =
+      run.seconds > 0 && std::isfinite(run.seconds) ? counts.total / run.seconds : 0.0;
+  j["ok"] = counts.failures() == 0;
+  j["summary_line"] = report::summary_line(counts);
+  j["counts"] = counts_json(counts);
+
+  json backends = json::object();
+  for (const auto& [name, c] : report::counts_by_backend(run)) backends[name] = counts_json(c);
+  j["backends"] = backends;
+
+  json hist;
+  hist["bins"] = report::ratio_bin_labels();
+  json per_backend = json::object();
+  for (const auto& [name, h] : report::ratio_histograms(run)) per_backend[name] = h;
+  hist["backends"] = per_backend;
+  j["err_tol_histogram"] = hist;
+
+  json worst = json::array();
+  for (const CaseRecord* r : report::worst_cases(run, kWorstInSummary)) {
+    json w;
+    w["case_id"] = r->case_id;
+    w["backend"] = r->backend;
+    w["status"] = status_name(r->status);
+    w["worst_ratio"] = number(r->worst_ratio);
+    w["worst_where"] = r->worst_where;
+    w["max_abs_error"] = number(r->max_abs_error);
+    w["repro"] = r->repro;
+    worst.push_back(w);
+  }
+  j["worst_cases"] = worst;
+
+  json failures = json::array();
+  for (const auto& r : run.records) {
+    if (!report::is_failure(r.status)) continue;
+    if (failures.size() == kFailuresInSummary) break;
+    json f;
+    f["case_id"] = r.case_id;
+    f["backend"] = r.backend;
+    f["status"] = status_name(r.status);
+    f["message"] = r.message;
+    f["repro"] = r.repro;
+    failures.push_back(f);
+  }
+  j["failures"] = failures;
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace sdpa
