@@ -207,6 +207,11 @@ TEST_F(GoldenLoader, TruncatedFile) {
 }
 
 TEST_F(GoldenLoader, CorruptDataAreDetected) {
+#ifdef __SANITIZE_ADDRESS__
+  // libhdf5 1.10.8 itself leaks 424 bytes after an object header fails its checksum, which
+  // LeakSanitizer reports at exit; the release build runs this test.
+  GTEST_SKIP() << "HDF5's own leak on checksum failure";
+#endif
   // Flip one byte inside the stored expected output of one case: the object header that
   // holds it is checksummed, so reading that case must fail.
   const std::string id = find_case({"f64.lse.attnw"});
