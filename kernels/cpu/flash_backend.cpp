@@ -175,7 +175,14 @@ void FlashBackend::run(const Problem& p, const Buffers& buf, const RunOptions& o
   P.drop_seed = p.dropout_seed;
   P.drop_offset = p.dropout_offset;
   P.keep_scale = P.dropout ? 1.0 / (1.0 - p.dropout_p) : 1.0;
-  P.bf16_dot = target == SimdTarget::avx512bf16 && p.dtype == DType::bf16;
+  // vdpbf16ps: AMD Zen 4 runs it at twice its f32 FMA rate, while the Intel Xeons measured
+  // here run it at a quarter of the zmm FMA rate (docs/PERFORMANCE.md). bf16 therefore
+  // takes the vdpbf16ps kernel when the avx512bf16 target is forced, or chosen on an AMD
+  // CPU; otherwise it is widened to f32 for the zmm FMA kernel. Fixed per machine, so the
+  // bits stay the same from run to run.
+  static const bool fast_bf16_dot = __builtin_cpu_is("amd");
+  P.bf16_dot = target == SimdTarget::avx512bf16 && p.dtype == DType::bf16 &&
+               (!options.simd_target.empty() || fast_bf16_dot);
   P.scratch = scratch_layout(P.dqk, P.dv, P.dropout, P.bf16_dot);
 
   // Query rows beyond L_b (padding): O = 0 (unpacked layout only) and LSE = -inf.

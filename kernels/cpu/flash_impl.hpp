@@ -78,11 +78,10 @@ inline float bf16_bits_to_float(std::uint16_t b) {
 }
 
 // ================================================================== vector primitives
-// VF: 8 f32 lanes; VM: a lane mask.
-
-constexpr int W = 8;
+// VF: W f32 lanes (8, or 16 with AVX-512); VM: a lane mask.
 
 #if FLASH_LEVEL == 0
+constexpr int W = 8;
 
 struct VF {
   float x[W];
@@ -152,7 +151,8 @@ inline VF vexp2(VF a) {
   return r;
 }
 
-#else  // AVX2 and up: ymm (two FMA pipes for ymm, against one for zmm, on current Xeons)
+#elif FLASH_LEVEL == 1  // AVX2: ymm
+constexpr int W = 8;
 
 struct VF {
   __m256 x;
@@ -194,6 +194,46 @@ inline VF vexp2(VF a) {
   r = _mm256_mul_ps(r, _mm256_castsi256_ps(e));
   const __m256 under = _mm256_cmp_ps(a.x, _mm256_set1_ps(-126.0f), _CMP_LT_OQ);
   return {_mm256_andnot_ps(under, r)};
+}
+
+#else  // AVX-512: zmm (two 512-bit FMA pipes on this Xeon: 2x the ymm rate)
+constexpr int W = 16;
+
+struct VF {
+  __m512 x;
+};
+struct VM {
+  __mmask16 x;
+};
+inline VF vset(float a) { return {_mm512_set1_ps(a)}; }
+inline VF vzero() { return {_mm512_setzero_ps()}; }
+inline VF vload(const float* p) { return {_mm512_loadu_ps(p)}; }
+inline void vstore(float* p, VF a) { _mm512_storeu_ps(p, a.x); }
+inline VF vadd(VF a, VF b) { return {_mm512_add_ps(a.x, b.x)}; }
+inline VF vsub(VF a, VF b) { return {_mm512_sub_ps(a.x, b.x)}; }
+inline VF vmul(VF a, VF b) { return {_mm512_mul_ps(a.x, b.x)}; }
+inline VF vmax(VF a, VF b) { return {_mm512_max_ps(a.x, b.x)}; }
+inline VF vfma(VF a, VF b, VF c) { return {_mm512_fmadd_ps(a.x, b.x, c.x)}; }
+inline VM vle(VF a, VF b) { return {_mm512_cmp_ps_mask(a.x, b.x, _CMP_LE_OQ)}; }
+inline VM vlt(VF a, VF b) { return {_mm512_cmp_ps_mask(a.x, b.x, _CMP_LT_OQ)}; }
+inline VM veq(VF a, VF b) { return {_mm512_cmp_ps_mask(a.x, b.x, _CMP_EQ_OQ)}; }
+inline VM vand(VM a, VM b) { return {static_cast<__mmask16>(a.x & b.x)}; }
+inline VF vselect(VM m, VF a, VF b) { return {_mm512_mask_blend_ps(m.x, b.x, a.x)}; }
+// 2^x as in the ymm version, with vscalefps for the 2^n factor.
+inline VF vexp2(VF a) {
+  const __m512 x = _mm512_max_ps(_mm512_set1_ps(-126.0f), a.x);
+  const __m512 magic = _mm512_set1_ps(12582912.0f);
+  const __m512 n = _mm512_sub_ps(_mm512_add_ps(x, magic), magic);
+  const __m512 f = _mm512_sub_ps(x, n);
+  __m512 r = _mm512_fmadd_ps(_mm512_set1_ps(kP0), f, _mm512_set1_ps(kP1));
+  r = _mm512_fmadd_ps(r, f, _mm512_set1_ps(kP2));
+  r = _mm512_fmadd_ps(r, f, _mm512_set1_ps(kP3));
+  r = _mm512_fmadd_ps(r, f, _mm512_set1_ps(kP4));
+  r = _mm512_fmadd_ps(r, f, _mm512_set1_ps(kP5));
+  r = _mm512_fmadd_ps(r, f, _mm512_set1_ps(1.0f));
+  r = _mm512_scalef_ps(r, n);
+  const __mmask16 under = _mm512_cmp_ps_mask(a.x, _mm512_set1_ps(-126.0f), _CMP_LT_OQ);
+  return {_mm512_maskz_mov_ps(static_cast<__mmask16>(~under), r)};
 }
 
 #endif
@@ -305,7 +345,7 @@ constexpr int kMR = 4, kNV = 2;  // portable: small tiles
 #elif FLASH_LEVEL == 1
 constexpr int kMR = 6, kNV = 2;  // 16 ymm registers: 12 accumulators
 #else
-constexpr int kMR = 6, kNV = 4;  // 32 ymm registers (AVX-512VL): 24 accumulators
+constexpr int kMR = 6, kNV = 4;  // 32 zmm registers: 24 accumulators of 16 rows
 #endif
 constexpr int kPanel = kNV * W;  // tile rows one micro-kernel call covers
 
@@ -355,6 +395,7 @@ using Gemm2Fn = void (*)(const float*, i64, const float*, i64, i64, const float*
 #define FLASH_MR_ROW(F, NV) \
   { nullptr, F<1, NV>, F<2, NV>, F<3, NV>, F<4, NV>, F<5, NV>, F<6, NV> }
 #if FLASH_LEVEL <= 1
+static_assert(kNV == 2);
 constexpr Gemm1Fn kGemm1[kNV + 1][7] = {
     {}, FLASH_MR_ROW(gemm1_tile, 1), FLASH_MR_ROW(gemm1_tile, 2)};
 constexpr Gemm2Fn kGemm2[kNV + 1][7] = {
