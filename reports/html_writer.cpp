@@ -75,7 +75,8 @@ figcaption b { color: var(--ink); }
 .status.PASS { color: var(--pass); }
 .status.QUALITY_WARNING, .status.MISTRUSTED, .status.INVALID { color: var(--other); }
 .status.NOT_SUPPORTED { color: var(--muted); }
-.case { word-break: break-all; }
+.case { word-break: break-all; min-width: 240px; }
+td code { overflow-wrap: anywhere; }
 .note { color: var(--muted); font-size: 12px; }
 footer { margin-top: 32px; color: var(--muted); font-size: 12px; }
 )css";
@@ -121,15 +122,18 @@ std::string matrix_cell(const FeatureCell& c) {
          "</td>";
 }
 
-// Bar chart of one backend's err/tol bins.
+// Bar chart of one backend's err/tol bins. Each bar is labelled by its upper edge (the full range
+// is in its tooltip).
 std::string histogram_svg(const std::string& backend,
                           const std::array<std::int64_t, report::kRatioBins>& bins) {
-  const double W = 380, H = 190, left = 10, right = 10, top = 22, bottom = 36;
+  const double W = 380, H = 196, left = 10, right = 10, top = 34, bottom = 36;
   const double plot_w = W - left - right, plot_h = H - top - bottom;
   const double slot = plot_w / report::kRatioBins, bar = slot * 0.72;
   std::int64_t max = *std::max_element(bins.begin(), bins.end());
   static const char* colors[report::kRatioBins] = {"#116329", "#1a7f37", "#2da44e", "#4ac26b",
                                                    "#6fdd8b", "#d4a72c", "#cf222e"};
+  static const char* edges[report::kRatioBins] = {"0",       "&lt;1e-4", "&lt;1e-3", "&lt;1e-2",
+                                                  "&lt;0.1", "&#8804;1", "&gt;1"};
   std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt(W) + "\" height=\"" +
                     fmt(H) + "\" viewBox=\"0 0 " + fmt(W) + " " + fmt(H) +
                     "\" role=\"img\" aria-label=\"" + ha("err/tol histogram of " + backend) +
@@ -137,24 +141,24 @@ std::string histogram_svg(const std::string& backend,
   double base = top + plot_h;
   // The bound: everything right of this line failed.
   double bound_x = left + slot * (report::kRatioBins - 1);
-  svg += "<line x1=\"" + fmt(bound_x) + "\" y1=\"" + fmt(top - 14) + "\" x2=\"" + fmt(bound_x) +
+  svg += "<line x1=\"" + fmt(bound_x) + "\" y1=\"" + fmt(top - 20) + "\" x2=\"" + fmt(bound_x) +
          "\" y2=\"" + fmt(base) + "\" stroke=\"#cf222e\" stroke-dasharray=\"3 3\"/>";
-  svg += "<text x=\"" + fmt(bound_x - 3) + "\" y=\"" + fmt(top - 6) +
-         "\" font-size=\"10\" text-anchor=\"end\" fill=\"#cf222e\">bound = 1</text>";
+  svg += "<text x=\"" + fmt(bound_x - 4) + "\" y=\"" + fmt(top - 22) +
+         "\" font-size=\"10\" text-anchor=\"end\" fill=\"#cf222e\">bound: err/tol = 1</text>";
   for (std::size_t i = 0; i < report::kRatioBins; ++i) {
     double x = left + slot * static_cast<double>(i) + (slot - bar) / 2;
     double bh = max > 0 ? plot_h * static_cast<double>(bins[i]) / static_cast<double>(max) : 0;
     if (bins[i] > 0) bh = std::max(bh, 1.5);
     svg += "<rect x=\"" + fmt(x) + "\" y=\"" + fmt(base - bh) + "\" width=\"" + fmt(bar) +
            "\" height=\"" + fmt(bh) + "\" fill=\"" + colors[i] + "\"><title>" +
-           h(std::string(report::ratio_bin_labels()[i]) + ": " + std::to_string(bins[i])) +
+           h(std::string("err/tol ") + report::ratio_bin_labels()[i] + ": " +
+             std::to_string(bins[i]) + " cases") +
            "</title></rect>";
     svg += "<text x=\"" + fmt(x + bar / 2) + "\" y=\"" + fmt(base - bh - 3) +
            "\" font-size=\"11\" text-anchor=\"middle\" fill=\"#1f2328\">" +
            std::to_string(bins[i]) + "</text>";
     svg += "<text x=\"" + fmt(x + bar / 2) + "\" y=\"" + fmt(base + 14) +
-           "\" font-size=\"10\" text-anchor=\"middle\" fill=\"#59636e\">" +
-           h(report::ratio_bin_labels()[i]) + "</text>";
+           "\" font-size=\"10\" text-anchor=\"middle\" fill=\"#59636e\">" + edges[i] + "</text>";
   }
   svg += "<line x1=\"" + fmt(left) + "\" y1=\"" + fmt(base) + "\" x2=\"" + fmt(W - right) +
          "\" y2=\"" + fmt(base) + "\" stroke=\"#59636e\"/>";

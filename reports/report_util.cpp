@@ -209,6 +209,23 @@ std::string valid_utf8(std::string_view s) {
   return out;
 }
 
+std::string clean_text(std::string_view s) {
+  std::string in = valid_utf8(s), out;
+  out.reserve(in.size());
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(in[i]);
+    if (c == '\r') {
+      out += '\n';
+      if (i + 1 < in.size() && in[i + 1] == '\n') ++i;
+    } else if ((c < 0x20 && c != '\t' && c != '\n') || c == 0x7F) {
+      out += kReplacement;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 std::string markup_escape(std::string_view s, bool attribute) {
   std::string out;
   out.reserve(s.size() + s.size() / 8);
@@ -309,7 +326,7 @@ std::size_t longest_backtick_run(std::string_view s) {
 
 std::string md_code(std::string_view s, bool in_table) {
   std::string body;
-  for (char c : valid_utf8(s)) {
+  for (char c : clean_text(s)) {
     if (c == '\n' || c == '\r') {
       body += ' ';
     } else if (c == '|' && in_table) {
@@ -325,7 +342,7 @@ std::string md_code(std::string_view s, bool in_table) {
 }
 
 std::string md_code_block(std::string_view s, std::string_view lang) {
-  std::string body = valid_utf8(s);
+  std::string body = clean_text(s);
   std::string fence(std::max<std::size_t>(3, longest_backtick_run(body) + 1), '`');
   std::string out = fence + std::string(lang) + "\n" + body;
   if (out.back() != '\n') out += '\n';
@@ -334,7 +351,7 @@ std::string md_code_block(std::string_view s, std::string_view lang) {
 
 std::string md_text(std::string_view s) {
   std::string out;
-  for (char c : valid_utf8(s)) {
+  for (char c : clean_text(s)) {
     switch (c) {
       case '\n':
       case '\r':

@@ -88,6 +88,10 @@ std::map<std::string, std::map<std::string, FeatureCell>> feature_matrix(const R
 // `s` with every invalid UTF-8 sequence replaced by U+FFFD.
 std::string valid_utf8(std::string_view s);
 
+// `s` as valid UTF-8 plain text: CR LF and lone CR become LF, other control characters (except
+// tab and LF) and invalid UTF-8 become U+FFFD.
+std::string clean_text(std::string_view s);
+
 // Escaped for XML 1.0 or HTML character data and attribute values: & < > " ' become
 // references, invalid UTF-8 and the control characters XML 1.0 cannot hold become U+FFFD. With
 // `attribute`, tab, newline and carriage return become character references too (a parser would

@@ -1,0 +1,21 @@
+// Hand-built runs for the report tests and the sample report.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "conformance/run_record.hpp"
+
+namespace sdpa::testing {
+
+// Every status at least once, with messages full of characters that need escaping (< > & quotes,
+// newlines, CR, tabs, control characters, backticks, CDATA and comment terminators, non-ASCII),
+// odd backend names and feature tags, and non-finite numbers. Known worst_ratio order:
+// NaN (cpu.flash FAIL), 35 (cpu.flash FAIL), 1 (vendor PASS), 0.8 (QUALITY_WARNING), ...
+RunSummary tricky_run();
+
+// A plausible run: `n` records over cpu.math, cpu.flash, cpu.mem_efficient and cuda.flash,
+// real case IDs and their case_features(), err/tol spread over every bin, a few failures.
+RunSummary realistic_run(std::size_t n, std::uint64_t seed = 1);
+
+}  // namespace sdpa::testing
