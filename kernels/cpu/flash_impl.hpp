@@ -219,11 +219,11 @@ inline VM vlt(VF a, VF b) { return {_mm512_cmp_ps_mask(a.x, b.x, _CMP_LT_OQ)}; }
 inline VM veq(VF a, VF b) { return {_mm512_cmp_ps_mask(a.x, b.x, _CMP_EQ_OQ)}; }
 inline VM vand(VM a, VM b) { return {static_cast<__mmask16>(a.x & b.x)}; }
 inline VF vselect(VM m, VF a, VF b) { return {_mm512_mask_blend_ps(m.x, b.x, a.x)}; }
-// 2^x as in the ymm version, with vscalefps for the 2^n factor.
+// 2^x with vrndscaleps and vscalefps: 10 instructions. x is clamped at -160 (NaN kept), so
+// 2^n underflows to exactly 0 for x <= -150 (and for -inf); (-150, -126) gives subnormals.
 inline VF vexp2(VF a) {
-  const __m512 x = _mm512_max_ps(_mm512_set1_ps(-126.0f), a.x);
-  const __m512 magic = _mm512_set1_ps(12582912.0f);
-  const __m512 n = _mm512_sub_ps(_mm512_add_ps(x, magic), magic);
+  const __m512 x = _mm512_max_ps(_mm512_set1_ps(-160.0f), a.x);
+  const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   const __m512 f = _mm512_sub_ps(x, n);
   __m512 r = _mm512_fmadd_ps(_mm512_set1_ps(kP0), f, _mm512_set1_ps(kP1));
   r = _mm512_fmadd_ps(r, f, _mm512_set1_ps(kP2));
@@ -231,9 +231,7 @@ inline VF vexp2(VF a) {
   r = _mm512_fmadd_ps(r, f, _mm512_set1_ps(kP4));
   r = _mm512_fmadd_ps(r, f, _mm512_set1_ps(kP5));
   r = _mm512_fmadd_ps(r, f, _mm512_set1_ps(1.0f));
-  r = _mm512_scalef_ps(r, n);
-  const __mmask16 under = _mm512_cmp_ps_mask(a.x, _mm512_set1_ps(-126.0f), _CMP_LT_OQ);
-  return {_mm512_maskz_mov_ps(static_cast<__mmask16>(~under), r)};
+  return {_mm512_scalef_ps(r, n)};
 }
 
 #endif
@@ -254,6 +252,15 @@ inline void load_row(DType t, const void* base, i64 off, i64 stride, i64 n, floa
   const std::uint16_t* s = static_cast<const std::uint16_t*>(base) + off;
   if (t == DType::bf16) {
     i64 e = 0;
+#if FLASH_LEVEL >= 2
+    if (stride == 1) {
+      for (; e + 16 <= n; e += 16) {
+        const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + e));
+        _mm512_storeu_ps(dst + e,
+                         _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
+      }
+    }
+#endif
 #if FLASH_LEVEL >= 1
     if (stride == 1) {
       for (; e + 8 <= n; e += 8) {
@@ -267,6 +274,14 @@ inline void load_row(DType t, const void* base, i64 off, i64 stride, i64 n, floa
     return;
   }
   i64 e = 0;
+#if FLASH_LEVEL >= 2
+  if (stride == 1) {
+    for (; e + 16 <= n; e += 16) {
+      _mm512_storeu_ps(
+          dst + e, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + e))));
+    }
+  }
+#endif
 #if FLASH_LEVEL >= 1
   if (stride == 1) {
     for (; e + 8 <= n; e += 8) {
