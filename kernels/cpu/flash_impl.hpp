@@ -558,8 +558,19 @@ inline void softmax_rows(float* st, i64 lds, i64 r, i64 ja, i64 jb, bool full, b
   const VF vsc = vset(sc);
   const VF ninf = vset(kNegInf);
   VF mx = ninf;
+  // Maxima over keys in two or four independent chains (max is exact, so the order does
+  // not matter) to hide the latency of vmaxps.
   if (full && !scaled) {
-    for (i64 j = ja; j < jb; ++j) mx = vmax(mx, vload(col + j * lds));
+    VF m1 = ninf, m2 = ninf, m3 = ninf;
+    i64 j = ja;
+    for (; j + 4 <= jb; j += 4) {
+      mx = vmax(mx, vload(col + j * lds));
+      m1 = vmax(m1, vload(col + (j + 1) * lds));
+      m2 = vmax(m2, vload(col + (j + 2) * lds));
+      m3 = vmax(m3, vload(col + (j + 3) * lds));
+    }
+    for (; j < jb; ++j) mx = vmax(mx, vload(col + j * lds));
+    mx = vmax(vmax(mx, m1), vmax(m2, m3));
   } else if (full) {
     for (i64 j = ja; j < jb; ++j) {
       const VF t = vmul(vload(col + j * lds), vsc);
@@ -567,16 +578,21 @@ inline void softmax_rows(float* st, i64 lds, i64 r, i64 ja, i64 jb, bool full, b
       mx = vmax(mx, t);
     }
   } else {
-    const VF a = vload(rlo + r), z = vload(rhi + r), one = vset(1.0f);
-    VF jf = vset(static_cast<float>(ja));
+    const VF a = vload(rlo + r), z = vload(rhi + r);
+    VF m1 = ninf;
     for (i64 j = ja; j < jb; ++j) {
+      const VF jf = vset(static_cast<float>(j));
       VF t = vload(col + j * lds);
       if (scaled) t = vmul(t, vsc);
       t = vselect(vand(vle(a, jf), vlt(jf, z)), t, ninf);
       vstore(col + j * lds, t);
-      mx = vmax(mx, t);
-      jf = vadd(jf, one);
+      if (j & 1) {
+        m1 = vmax(m1, t);
+      } else {
+        mx = vmax(mx, t);
+      }
     }
+    mx = vmax(mx, m1);
   }
   const VF mold = vload(m + r);
   const VF mnew = vmax(mold, mx);
