@@ -525,12 +525,29 @@ TEST(ReportsHtml, MatrixHistogramsAndWorstCases) {
 
 TEST(ReportsHtml, EmptyAndManyRecords) {
   XmlNode empty = XmlReader::parse(render_html(RunSummary{}));
-  EXPECT_NE(all_text(empty).find("No cases ran."), std::string::npos);
+  std::string text = all_text(empty);
+  // Statuses and matrix say so, as do the histograms, worst cases and failures.
+  std::size_t n = 0;
+  for (std::size_t at = text.find("No cases ran."); at != std::string::npos;
+       at = text.find("No cases ran.", at + 1)) {
+    ++n;
+  }
+  EXPECT_EQ(n, 2u);
+  EXPECT_NE(text.find("No measured cases."), std::string::npos);
+  EXPECT_NE(text.find("No measured case with an error."), std::string::npos);
+  EXPECT_NE(text.find("Failures (0)None."), std::string::npos);
+
+  // 20000 failures with long messages: the tables are capped, the page stays light.
   RunSummary run = testing::realistic_run(20000);
+  for (auto& r : run.records) {
+    r.status = Status::fail;
+    r.message = std::string(300, 'm');
+  }
   std::string html = render_html(run);
   XmlNode root = XmlReader::parse(html);
   expect_only_known_markup(root);
   EXPECT_LT(html.size(), 2u << 20) << "the page should stay light whatever the run size";
+  EXPECT_NE(all_text(root).find("19500 more not shown: see results.jsonl."), std::string::npos);
 }
 
 // ---- helpers -----------------------------------------------------------------------------------
