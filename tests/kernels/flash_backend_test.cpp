@@ -20,7 +20,6 @@
 
 #include "conformance/check_case.hpp"
 #include "conformance/data_gen.hpp"
-#include "conformance/naive_baseline.hpp"
 #include "core/case_id.hpp"
 #include "core/device.hpp"
 #include "kernels/cpu/cpu_backends.hpp"
@@ -549,10 +548,66 @@ TEST(FlashBackend, NonexistentKeysAreNeverReadAndNaNPropagates) {
 
 // ------------------------------------------------------------------ quality
 
-// The second gate of TESTING.md in aggregate: over many cases, the error of cpu.flash is
-// that of the naive algorithm in the same precision (f32 logits, softmax and P V): the
-// mean of the per-case maximum errors at most 1.25x the naive one, and at most 3 of 80
-// cases over the per-case gate (2x naive + one rounding).
+// The naive algorithm in the problem's low precision (TESTING.md's second gate, after
+// FlashAttention's tests): logits, softmax and P V in f32 without fused multiply-add, P
+// rounded to the input type, one rounding of O. For contiguous bhsd problems with at most a
+// top-left causal mask. Returns O as logical [B, Hq, L, Dv] doubles.
+std::vector<double> naive_f32(const Problem& p, const InputBuffers& in) {
+  const std::int64_t B = p.batch, H = p.heads_q, L = p.len_q, S = p.len_kv, Dq = p.head_dim_qk,
+                     Dv = p.head_dim_v, G = p.heads_q / p.heads_kv;
+  const auto ld = [&](const GuardedBuffer& g, const TensorLayout& t, std::int64_t b, std::int64_t h,
+                      std::int64_t r, std::int64_t e) {
+    return static_cast<float>(load_as_double(
+        p.dtype, g.data(), b * t.stride[0] + h * t.stride[1] + r * t.stride[2] + e * t.stride[3]));
+  };
+  // Rounds to the input type (P before P V, and O).
+  const auto round_p = [&](float x) {
+    return p.dtype == DType::f16    ? half_to_float(float_to_half(x))
+           : p.dtype == DType::bf16 ? bf16_to_float(float_to_bf16(x))
+                                    : x;
+  };
+  const float scale = static_cast<float>(effective_scale(p));
+  std::vector<double> o(static_cast<std::size_t>(B * H * L * Dv));
+  std::vector<float> e(static_cast<std::size_t>(S));
+  for (std::int64_t b = 0; b < B; ++b) {
+    for (std::int64_t h = 0; h < H; ++h) {
+      for (std::int64_t i = 0; i < L; ++i) {
+        const std::int64_t n = p.causal == Causal::top_left ? std::min(i + 1, S) : S;
+        float m = -std::numeric_limits<float>::infinity();
+        for (std::int64_t j = 0; j < n; ++j) {
+          float x = 0;
+          for (std::int64_t d = 0; d < Dq; ++d) {
+            const float prod = ld(in.q, p.q, b, h, i, d) * ld(in.k, p.k, b, h / G, j, d);
+            x += prod;
+          }
+          e[j] = x * scale;
+          m = std::max(m, e[j]);
+        }
+        float z = 0;
+        for (std::int64_t j = 0; j < n; ++j) {
+          e[j] = std::exp(e[j] - m);
+          z += e[j];
+        }
+        for (std::int64_t d = 0; d < Dv; ++d) {
+          float acc = 0;
+          for (std::int64_t j = 0; j < n; ++j) {
+            const float prod = round_p(e[j] / z) * ld(in.v, p.v, b, h / G, j, d);
+            acc += prod;
+          }
+          const std::int64_t x = ((b * H + h) * L + i) * Dv + d;
+          o[static_cast<std::size_t>(x)] = round_p(acc);  // O in the input type
+        }
+      }
+    }
+  }
+  return o;
+}
+
+// The second gate in aggregate: over many cases, cpu.flash's error is that of the naive
+// algorithm. The mean of the per-case maximum errors is at most 1.25x the naive one, and at
+// most 3 of 80 cases exceed the per-case gate (2x naive + one rounding of the largest |O|):
+// on small cases the naive maximum error is itself noisy, so an algorithm exactly as accurate
+// exceeds the per-case gate about once in a hundred cases.
 TEST(FlashBackend, ErrorIsThatOfTheNaiveAlgorithm) {
   for (const char* dt : {"f32", "f16", "bf16"}) {
     double ours = 0, naive = 0;
@@ -570,12 +625,15 @@ TEST(FlashBackend, ErrorIsThatOfTheNaiveAlgorithm) {
             << out.message;
         InputBuffers in = make_inputs(c);
         const reference::Result ref = reference::run_sdpa(p, in.pointers());
-        const std::vector<double> nv = naive_low_precision(p, in.pointers());
-        double ne = 0;
-        for (std::size_t x = 0; x < nv.size(); ++x) ne = std::max(ne, std::fabs(nv[x] - ref.o[x]));
+        const std::vector<double> nv = naive_f32(p, in);
+        double ne = 0, big = 0;
+        for (std::size_t x = 0; x < nv.size(); ++x) {
+          ne = std::max(ne, std::fabs(nv[x] - ref.o[x]));
+          big = std::max(big, std::fabs(ref.o[x]));
+        }
         ours += out.max_abs_error;
         naive += ne;
-        over += out.status == Status::quality_warning;
+        over += out.max_abs_error > 2 * ne + dtype_unit_roundoff(p.dtype) * big;
         ++n;
       }
     }
