@@ -8,6 +8,9 @@ namespace sdpa::cli {
 
 // Adds `reference` to the app; the returned function runs it and gives the exit code.
 std::function<int()> add_reference_command(CLI::App& app);
+
+// `run`: the main job (conformance run with reports).
+std::function<int()> add_run_command(CLI::App& app);
 // Adds `explain` (the dispatcher's decision for a case or an MHA call).
 std::function<int()> add_explain_command(CLI::App& app);
 // Adds `golden verify` (the reference or a backend against golden files).

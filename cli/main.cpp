@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
       "sdpa-cts: reference, kernels and conformance tests for scaled dot-product attention"};
   app.set_version_flag("--version", std::string("sdpa-cts ") + SDPA_CTS_VERSION);
   app.require_subcommand(1);
+  auto run_run = sdpa::cli::add_run_command(app);
   auto run_reference = sdpa::cli::add_reference_command(app);
   auto run_explain = sdpa::cli::add_explain_command(app);
   auto run_golden = sdpa::cli::add_golden_command(app);
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   try {
+    if (app.got_subcommand("run")) return run_run();
     if (app.got_subcommand("reference")) return run_reference();
     if (app.got_subcommand("bench")) return run_bench();
     if (app.got_subcommand("explain")) return run_explain();

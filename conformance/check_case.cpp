@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "conformance/data_gen.hpp"
+#include "conformance/naive_baseline.hpp"
 #include "core/guarded_buffer.hpp"
 #include "reference/sdpa_reference.hpp"
 
@@ -32,6 +33,9 @@ const char* status_name(Status s) {
 }
 
 namespace {
+
+// Largest B*H*L*S*(Dqk+Dv) for which the naive baseline of the second gate is computed.
+constexpr double kNaiveBaselineMaxWork = 2e8;
 
 std::string join(const std::vector<std::string>& v, const char* sep) {
   std::string s;
@@ -168,6 +172,44 @@ CaseOutcome check_case(const Backend& backend, const Case& c, const Device& devi
     out.status = Status::fail;
     std::ostringstream m;
     m << "error/tolerance " << out.worst_ratio << " at " << out.worst_where;
+    out.message = m.str();
+    return out;
+  }
+  // MISTRUSTED: rows that attend some key exist, yet the exact output is all zeros there
+  // (e.g. V sparse or zero): such a case cannot tell a right kernel from a wrong one.
+  std::int64_t attended_rows = 0, nonzero = 0;
+  for (std::size_t row = 0; row < ref.lse.size(); ++row) {
+    if (ref.lse[row] == -INFINITY) continue;
+    ++attended_rows;
+    for (std::int64_t d = 0; d < Dv; ++d) nonzero += ref.o[row * Dv + d] != 0;
+  }
+  if (attended_rows > 0 && Dv > 0 && nonzero == 0) {
+    out.status = Status::mistrusted;
+    out.message = "the exact output is zero on every attended row: the case cannot discriminate";
+    return out;
+  }
+  // Second gate: at most 2x the error of the naive algorithm in the same precision (plus
+  // one output rounding of the largest value). Skipped, and said so, for large problems
+  // where the scalar baseline would dominate the run time.
+  const double work = double(B) * H * L * S * double(p.head_dim_qk + Dv);
+  if (work > kNaiveBaselineMaxWork) {
+    out.message = "quality gate not run: problem larger than the naive-baseline limit";
+    return out;
+  }
+  const std::vector<double> naive = naive_low_precision(p, in.pointers());
+  double naive_err = 0, max_abs = 0;
+  for (std::size_t x = 0; x < naive.size(); ++x) {
+    if (std::isfinite(naive[x]) && std::isfinite(ref.o[x])) {
+      naive_err = std::max(naive_err, std::fabs(naive[x] - ref.o[x]));
+      max_abs = std::max(max_abs, std::fabs(ref.o[x]));
+    }
+  }
+  const double allowed = 2 * naive_err + dtype_unit_roundoff(p.dtype) * max_abs;
+  if (out.max_abs_error > allowed) {
+    out.status = Status::quality_warning;
+    std::ostringstream m;
+    m << "within tolerance, but max error " << out.max_abs_error
+      << " exceeds 2x the naive same-precision error " << naive_err << " (+ one rounding)";
     out.message = m.str();
   }
   return out;

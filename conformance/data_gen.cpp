@@ -36,12 +36,18 @@ double gen_sparse(const PhiloxCounter& w, const PhiloxCounter& w2) {
   return (w2[0] % 5u) == 0 ? approx_normal(w) : 0.0;  // 80% zeros
 }
 
+double gen_zeros(const PhiloxCounter&, const PhiloxCounter&) { return 0.0; }
+
 struct Generator {
   const char* name;
   ValueFn value;
 };
 constexpr Generator kGenerators[] = {
-    {"normal", gen_normal}, {"uniform", gen_uniform}, {"int", gen_int}, {"sparse", gen_sparse}};
+    {"normal", gen_normal},
+    {"uniform", gen_uniform},
+    {"int", gen_int},
+    {"sparse", gen_sparse},
+    {"zeros", gen_zeros}};  // all inputs 0: a case that cannot discriminate (MISTRUSTED)
 
 const Generator* find_generator(const std::string& name) {
   for (const auto& g : kGenerators) {

@@ -1,0 +1,241 @@
+// `sdpa-cts run`: the main job. Runs a tier (or given cases) on every eligible backend,
+// judges each against the reference, prints one greppable summary line and a repro
+// command per failure, writes the reports, and exits non-zero on any FAIL, CRASH or
+// TIMEOUT.
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+#include <iostream>
+#include <regex>
+#include <set>
+
+#include "cli/commands.hpp"
+#include "conformance/runner.hpp"
+#include "conformance/tier.hpp"
+#include "conformance/tolerance.hpp"
+#include "core/case_id.hpp"
+#include "golden/golden_file.hpp"
+#include "kernels/cpu/simd_target.hpp"
+#include "kernels/registry.hpp"
+#include "reports/reports.hpp"
+
+namespace sdpa::cli {
+namespace {
+
+struct Options {
+  std::string tier;
+  std::vector<std::string> backends;
+  std::string device = "cpu";
+  std::vector<std::string> cases;
+  std::vector<std::string> golden;
+  std::string filter;
+  std::uint64_t seed = 0;
+  int jobs = 1;
+  int threads = 0;
+  std::string simd;
+  std::string report_dir = "sdpa-cts-report";
+  bool no_report = false;
+  double timeout = 300;
+  bool no_isolate = false;
+};
+
+std::string now_iso8601() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+// Re-seeds a generated case for --seed: the data seed becomes a mix of its own and the
+// run's, so each run seed gives new data with a new, printable case ID.
+std::string reseed(const std::string& id, std::uint64_t run_seed) {
+  Case c = parse_case_id_or_throw(id);
+  std::uint64_t x = c.data.seed ^ (run_seed * 0x9E3779B97F4A7C15ull);
+  x ^= x >> 31;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 29;
+  c.data.seed = x % 1000000007ull;
+  return format_case_id(c);
+}
+
+Device resolve_device(const std::string& name) {
+  if (name == "cpu") return detect_cpu();
+  auto d = simulated_device(name);
+  if (!d)
+    throw std::invalid_argument(
+        "unknown device '" + name +
+        "' (cpu, or a simulated CPU: cpu-scalar, cpu-avx2, cpu-avx512, cpu-avx512bf16)");
+  if (d->kind != DeviceKind::cpu) {
+    throw std::invalid_argument(
+        "device '" + name +
+        "' is simulated: kernels cannot run on it (use `sdpa-cts explain --device " + name + "`)");
+  }
+  // A simulated CPU must be a subset of this one: its features restrict the SIMD targets.
+  const Device real = detect_cpu();
+  const auto& s = d->cpu;
+  const auto& r = real.cpu;
+  if ((s.avx2 && !r.avx2) || (s.avx512f && !r.avx512f) || (s.avx512_bf16 && !r.avx512_bf16)) {
+    throw std::invalid_argument("device '" + name + "' has features this CPU lacks");
+  }
+  d->cpu.cores = r.cores;
+  return *d;
+}
+
+int run(const Options& opt) {
+  const Device device = resolve_device(opt.device);
+  // Backends: the named ones, or every built-in backend that runs on this kind of device.
+  std::vector<std::string> backends = opt.backends;
+  if (backends.empty()) {
+    for (const Backend* b : builtin_backends()) {
+      if (b->capabilities().device == device.kind) backends.emplace_back(b->name());
+    }
+  }
+  for (const auto& b : backends) {
+    if (!find_backend(b)) {
+      std::string known;
+      for (const Backend* x : builtin_backends())
+        known += (known.empty() ? "" : ", ") + std::string(x->name());
+      throw std::invalid_argument("unknown backend '" + b + "' (known: " + known + ")");
+    }
+  }
+  // SIMD targets: the best one (""), a named one, or every one this device has.
+  std::vector<std::string> simd = {opt.simd};
+  if (opt.simd == "all") {
+    simd.clear();
+    for (auto t : cpu::available_simd_targets(device.cpu))
+      simd.emplace_back(cpu::simd_target_name(t));
+  } else if (!opt.simd.empty()) {
+    cpu::choose_simd_target(device.cpu, opt.simd);  // throws for an unknown or missing target
+  } else if (device.simulated) {
+    simd = {std::string(cpu::simd_target_name(cpu::available_simd_targets(device.cpu).back()))};
+  }
+  // Cases: given IDs (generated or from --golden files), else the tier.
+  std::vector<std::pair<std::string, std::string>> cases;  // (case ID, golden file or "")
+  std::string tier_name = "custom";
+  if (!opt.cases.empty() && opt.golden.size() > 1) {
+    throw std::invalid_argument("--case with --golden takes one golden file");
+  }
+  if (!opt.cases.empty()) {
+    for (const auto& id : opt.cases) {
+      const std::string canonical = format_case_id(parse_case_id_or_throw(id));
+      cases.emplace_back(canonical, opt.golden.empty() ? "" : opt.golden.front());
+    }
+  } else if (!opt.golden.empty()) {
+    for (const auto& f : opt.golden) {
+      const golden::GoldenFile file(f);
+      for (const auto& id : file.case_ids()) cases.emplace_back(id, f);
+    }
+  } else {
+    tier_name = opt.tier.empty() ? "smoke" : opt.tier;
+    const TierEntries t = load_tier(tier_name, default_tiers_dir(), default_source_dir());
+    for (const auto& id : t.case_ids) cases.emplace_back(id, "");
+    for (const auto& f : t.golden_files) {
+      const golden::GoldenFile file(f);
+      for (const auto& id : file.case_ids()) cases.emplace_back(id, f);
+    }
+  }
+  if (opt.seed != 0) {
+    for (auto& [id, file] : cases) {
+      if (file.empty()) id = reseed(id, opt.seed);
+    }
+  }
+  if (!opt.filter.empty()) {
+    std::regex re;
+    try {
+      re = std::regex(opt.filter);
+    } catch (const std::regex_error& e) {
+      throw std::invalid_argument("--filter: bad regular expression '" + opt.filter +
+                                  "': " + e.what());
+    }
+    std::erase_if(cases, [&](const auto& c) { return !std::regex_search(c.first, re); });
+  }
+  std::vector<Job> jobs;
+  for (const auto& [id, file] : cases)
+    for (const auto& b : backends)
+      for (const auto& t : simd) jobs.push_back({id, file, b, t, opt.threads});
+  if (jobs.empty())
+    throw std::invalid_argument("no case selected (check --tier, --case and --filter)");
+
+  const bool tty = isatty(STDERR_FILENO);
+  RunnerOptions ro;
+  ro.device = device;
+  ro.jobs = opt.jobs;
+  ro.timeout_seconds = opt.timeout;
+  ro.isolate = !opt.no_isolate;
+  std::map<std::string, std::int64_t> live;
+  ro.progress = [&](std::size_t done, std::size_t total, const CaseRecord& r) {
+    ++live[status_name(r.status)];
+    const bool bad =
+        r.status == Status::fail || r.status == Status::crash || r.status == Status::timeout;
+    if (bad) {
+      std::cerr << (tty ? "\r\033[K" : "") << status_name(r.status) << " " << r.backend << " "
+                << r.case_id << ": " << r.message << "\n  repro: " << r.repro << "\n";
+    }
+    if (tty) {
+      std::cerr << "\r\033[K[" << done << "/" << total << "] pass " << live["PASS"] << " fail "
+                << live["FAIL"] << " not supported " << live["NOT_SUPPORTED"] << "  " << r.backend
+                << " " << r.case_id.substr(0, 60) << std::flush;
+    }
+  };
+  RunSummary summary;
+  summary.tool_version = SDPA_CTS_VERSION;
+  summary.tolerance_version = ToleranceTable{}.version;
+  summary.tier = tier_name;
+  summary.device = device.name;
+  summary.seed = opt.seed;
+  summary.started_at = now_iso8601();
+  const auto t0 = std::chrono::steady_clock::now();
+  summary.records = run_jobs(jobs, ro);
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (tty) std::cerr << "\r\033[K";
+
+  const auto counts = count_by_status(summary);
+  std::cout << "passed: " << counts.at("PASS") << " failed: " << counts.at("FAIL")
+            << " not_supported: " << counts.at("NOT_SUPPORTED")
+            << " invalid: " << counts.at("INVALID") << " mistrusted: " << counts.at("MISTRUSTED")
+            << " crash: " << counts.at("CRASH") << " timeout: " << counts.at("TIMEOUT")
+            << " quality_warning: " << counts.at("QUALITY_WARNING") << " ("
+            << summary.records.size() << " results, " << cases.size() << " cases, "
+            << backends.size() << " backends, " << summary.seconds << " s, "
+            << (summary.seconds > 0 ? double(summary.records.size()) / summary.seconds : 0.0)
+            << " results/s)\n";
+  if (!opt.no_report) {
+    write_reports(summary, opt.report_dir);
+    std::cout << "report: " << opt.report_dir << "/report.html\n";
+  }
+  const bool bad = counts.at("FAIL") + counts.at("CRASH") + counts.at("TIMEOUT") > 0;
+  return bad ? 1 : 0;
+}
+
+}  // namespace
+
+std::function<int()> add_run_command(CLI::App& app) {
+  auto opt = std::make_shared<Options>();
+  auto* cmd =
+      app.add_subcommand("run", "Run conformance cases on backends, judge them, write reports");
+  cmd->add_option("--tier", opt->tier,
+                  "Tier name (smoke, ci, nightly) or tier file; default smoke");
+  cmd->add_option("--backend", opt->backends,
+                  "Backend to test (repeatable); default: all for the device");
+  cmd->add_option("--device", opt->device,
+                  "cpu (detected) or a simulated CPU: cpu-scalar, cpu-avx2, ...")
+      ->capture_default_str();
+  cmd->add_option("--case", opt->cases, "Case ID to run instead of a tier (repeatable)");
+  cmd->add_option("--golden", opt->golden,
+                  "Golden HDF5 file: run its cases (with --case: that case)");
+  cmd->add_option("--filter", opt->filter, "Keep cases whose ID matches this regular expression");
+  cmd->add_option("--seed", opt->seed, "Re-seed the data of generated cases (0 = as written)");
+  cmd->add_option("--jobs", opt->jobs, "Worker processes at once")->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", opt->threads, "OpenMP threads per backend run (0 = default)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--simd", opt->simd, "SIMD target: scalar, avx2, avx512, avx512bf16, or all");
+  cmd->add_option("--report", opt->report_dir, "Directory for the reports")->capture_default_str();
+  cmd->add_flag("--no-report", opt->no_report, "Do not write reports");
+  cmd->add_option("--timeout", opt->timeout, "Per-case timeout in seconds")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--no-isolate", opt->no_isolate, "Run cases in this process (for a debugger)");
+  return [opt] { return run(*opt); };
+}
+
+}  // namespace sdpa::cli

@@ -1,0 +1,21 @@
+// The second gate of TESTING.md (after FlashAttention's tests): the naive algorithm run in
+// the same low precision as the backend, whose error a backend may not exceed by more than
+// 2x. Naive = materialise the logits row in the accumulation type, softmax with max
+// subtraction, P (rounded to the contract's P type) times V, one rounding to the output.
+#pragma once
+
+#include <vector>
+
+#include "kernels/backend.hpp"
+#include "reference/sdpa_reference.hpp"
+
+namespace sdpa {
+
+// O of the naive algorithm as logical [B, Hq, L, Dv] doubles (values of the output type).
+// "The same low precision" is the problem's, not the backend's declared contract (a backend
+// may not excuse itself by declaring a loose one): accumulation in f32 (f64 for f64
+// problems) and P rounded to the input type before P.V, as FlashAttention's tests do.
+// Same masking and dropout as the reference.
+std::vector<double> naive_low_precision(const Problem& p, const reference::Inputs& in);
+
+}  // namespace sdpa

@@ -1,0 +1,286 @@
+#include "conformance/runner.hpp"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "conformance/check_case.hpp"
+#include "golden/golden_file.hpp"
+#include "golden/verify.hpp"
+#include "kernels/registry.hpp"
+
+namespace sdpa {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) {
+    if (c == '\'')
+      q += "'\\''";
+    else
+      q += c;
+  }
+  return q + "'";
+}
+
+nlohmann::json to_json(const CaseRecord& r) {
+  return {{"case_id", r.case_id},
+          {"backend", r.backend},
+          {"device", r.device},
+          {"simd_target", r.simd_target},
+          {"threads", r.threads},
+          {"status", static_cast<int>(r.status)},
+          {"message", r.message},
+          {"max_abs_error", r.max_abs_error},
+          {"worst_ratio", r.worst_ratio},
+          {"worst_where", r.worst_where},
+          {"seconds", r.seconds},
+          {"features", r.features},
+          {"repro", r.repro}};
+}
+
+CaseRecord from_json(const nlohmann::json& j) {
+  CaseRecord r;
+  r.case_id = j.at("case_id");
+  r.backend = j.at("backend");
+  r.device = j.at("device");
+  r.simd_target = j.at("simd_target");
+  r.threads = j.at("threads");
+  r.status = static_cast<Status>(j.at("status").get<int>());
+  r.message = j.at("message");
+  // JSON has no infinity: an infinite ratio travels as null.
+  r.max_abs_error =
+      j.at("max_abs_error").is_null() ? INFINITY : j.at("max_abs_error").get<double>();
+  r.worst_ratio = j.at("worst_ratio").is_null() ? INFINITY : j.at("worst_ratio").get<double>();
+  r.worst_where = j.at("worst_where");
+  r.seconds = j.at("seconds");
+  r.features = j.at("features").get<std::vector<std::string>>();
+  r.repro = j.at("repro");
+  return r;
+}
+
+CaseRecord base_record(const Job& job, const Device& device) {
+  CaseRecord r;
+  r.case_id = job.case_id;
+  r.backend = job.backend;
+  r.device = device.name;
+  r.simd_target = job.simd_target;
+  r.threads = job.threads;
+  r.repro = repro_command(job, device);
+  auto parsed = parse_case_id(job.case_id);
+  if (auto* c = std::get_if<Case>(&parsed)) r.features = case_features(c->problem);
+  return r;
+}
+
+// A worker process: reads job indices (one per line) from `in_fd`, writes one JSON record
+// per line to `out_fd`, exits at end of input.
+[[noreturn]] void worker_main(const std::vector<Job>& jobs, const RunnerOptions& options, int in_fd,
+                              int out_fd) {
+  FILE* in = fdopen(in_fd, "r");
+  char line[64];
+  while (in && std::fgets(line, sizeof line, in)) {
+    const std::size_t index = std::strtoull(line, nullptr, 10);
+    std::string out =
+        to_json(run_job(jobs.at(index), options.device, options.lookup)).dump() + "\n";
+    const char* p = out.data();
+    std::size_t left = out.size();
+    while (left > 0) {
+      const ssize_t n = write(out_fd, p, left);
+      if (n <= 0) _exit(3);
+      p += n;
+      left -= static_cast<std::size_t>(n);
+    }
+  }
+  _exit(0);
+}
+
+struct Worker {
+  pid_t pid = -1;
+  int to_child = -1;    // we write job indices here
+  int from_child = -1;  // we read JSON lines here
+  std::string buffer;   // partial line read so far
+  long in_flight = -1;  // job index being run, -1 = idle
+  Clock::time_point started;
+};
+
+Worker spawn(const std::vector<Job>& jobs, const RunnerOptions& options) {
+  int down[2], up[2];
+  if (pipe(down) != 0 || pipe(up) != 0) throw std::runtime_error("runner: pipe() failed");
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("runner: fork() failed");
+  if (pid == 0) {
+    close(down[1]);
+    close(up[0]);
+    worker_main(jobs, options, down[0], up[1]);
+  }
+  close(down[0]);
+  close(up[1]);
+  Worker w;
+  w.pid = pid;
+  w.to_child = down[1];
+  w.from_child = up[0];
+  return w;
+}
+
+void stop(Worker& w, bool kill_it) {
+  if (w.pid < 0) return;
+  if (kill_it) kill(w.pid, SIGKILL);
+  close(w.to_child);
+  close(w.from_child);
+  int status = 0;
+  waitpid(w.pid, &status, 0);
+  w = Worker{};
+}
+
+void assign(Worker& w, long index) {
+  const std::string line = std::to_string(index) + "\n";
+  if (write(w.to_child, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+    throw std::runtime_error("runner: cannot send a job to a worker");
+  }
+  w.in_flight = index;
+  w.started = Clock::now();
+}
+
+}  // namespace
+
+std::string repro_command(const Job& job, const Device& device) {
+  std::string cmd = "sdpa-cts run --backend " + job.backend + " --case " + shell_quote(job.case_id);
+  if (!job.golden_file.empty()) cmd += " --golden " + shell_quote(job.golden_file);
+  if (!job.simd_target.empty()) cmd += " --simd " + job.simd_target;
+  if (job.threads > 0) cmd += " --threads " + std::to_string(job.threads);
+  if (device.simulated) cmd += " --device " + device.name;
+  return cmd;
+}
+
+CaseRecord run_job(const Job& job, const Device& device,
+                   const std::function<const Backend*(std::string_view)>& lookup) {
+  CaseRecord r = base_record(job, device);
+  const auto t0 = Clock::now();
+  try {
+    const Backend* backend = lookup ? lookup(job.backend) : find_backend(job.backend);
+    if (!backend) throw std::invalid_argument("unknown backend '" + job.backend + "'");
+    RunOptions options;
+    options.threads = job.threads;
+    options.simd_target = job.simd_target;
+    CaseOutcome o;
+    if (job.golden_file.empty()) {
+      o = check_case(*backend, parse_case_id_or_throw(job.case_id), device, options);
+    } else {
+      const golden::GoldenFile file(job.golden_file);
+      o = golden::judge_backend(*backend, file.load(job.case_id), device, options);
+    }
+    r.status = o.status;
+    r.message = o.message;
+    r.max_abs_error = o.max_abs_error;
+    r.worst_ratio = o.worst_ratio;
+    r.worst_where = o.worst_where;
+  } catch (const std::exception& e) {
+    r.status = Status::fail;
+    r.message = std::string("error: ") + e.what();
+  }
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return r;
+}
+
+std::vector<CaseRecord> run_jobs(const std::vector<Job>& jobs, const RunnerOptions& options) {
+  std::vector<CaseRecord> records(jobs.size());
+  std::size_t done = 0;
+  const auto report = [&](std::size_t index, CaseRecord r) {
+    records[index] = std::move(r);
+    ++done;
+    if (options.progress) options.progress(done, jobs.size(), records[index]);
+  };
+  if (!options.isolate) {
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      report(i, run_job(jobs[i], options.device, options.lookup));
+    }
+    return records;
+  }
+  std::deque<long> pending;
+  for (std::size_t i = 0; i < jobs.size(); ++i) pending.push_back(static_cast<long>(i));
+  std::vector<Worker> workers(static_cast<std::size_t>(std::max(1, options.jobs)));
+  const auto give_work = [&](Worker& w) {
+    if (pending.empty()) return;
+    if (w.pid < 0) w = spawn(jobs, options);
+    assign(w, pending.front());
+    pending.pop_front();
+  };
+  const auto lost = [&](Worker& w, Status status, const std::string& why) {
+    CaseRecord r = base_record(jobs[static_cast<std::size_t>(w.in_flight)], options.device);
+    r.status = status;
+    r.message = why;
+    r.seconds = std::chrono::duration<double>(Clock::now() - w.started).count();
+    const long index = w.in_flight;
+    stop(w, true);
+    report(static_cast<std::size_t>(index), std::move(r));
+  };
+  for (auto& w : workers) give_work(w);
+  while (done < jobs.size()) {
+    std::vector<pollfd> fds;
+    for (auto& w : workers) fds.push_back({w.pid >= 0 ? w.from_child : -1, POLLIN, 0});
+    poll(fds.data(), fds.size(), 200);
+    for (std::size_t k = 0; k < workers.size(); ++k) {
+      Worker& w = workers[k];
+      if (w.pid < 0 || w.in_flight < 0) continue;
+      if (fds[k].revents & (POLLIN | POLLHUP | POLLERR)) {
+        char buf[65536];
+        const ssize_t n = read(w.from_child, buf, sizeof buf);
+        if (n > 0) {
+          w.buffer.append(buf, static_cast<std::size_t>(n));
+          const auto nl = w.buffer.find('\n');
+          if (nl != std::string::npos) {
+            CaseRecord r = from_json(nlohmann::json::parse(w.buffer.substr(0, nl)));
+            w.buffer.erase(0, nl + 1);
+            const long index = w.in_flight;
+            w.in_flight = -1;
+            report(static_cast<std::size_t>(index), std::move(r));
+            give_work(w);
+            if (w.in_flight < 0) stop(w, false);
+          }
+          continue;
+        }
+        // End of output without a record: the worker died.
+        int status = 0;
+        waitpid(w.pid, &status, 0);
+        std::string why = "the worker process died";
+        if (WIFSIGNALED(status)) {
+          why = std::string("the backend crashed: signal ") + std::to_string(WTERMSIG(status)) +
+                " (" + strsignal(WTERMSIG(status)) + ")";
+        } else if (WIFEXITED(status)) {
+          why = "the worker process exited with status " + std::to_string(WEXITSTATUS(status));
+        }
+        w.pid = -1;  // already reaped
+        close(w.to_child);
+        close(w.from_child);
+        CaseRecord r = base_record(jobs[static_cast<std::size_t>(w.in_flight)], options.device);
+        r.status = Status::crash;
+        r.message = why;
+        const long index = w.in_flight;
+        w = Worker{};
+        report(static_cast<std::size_t>(index), std::move(r));
+        give_work(w);
+        continue;
+      }
+      const double elapsed = std::chrono::duration<double>(Clock::now() - w.started).count();
+      if (elapsed > options.timeout_seconds) {
+        lost(w, Status::timeout,
+             "no result within the per-case timeout of " + std::to_string(options.timeout_seconds) +
+                 " s");
+        give_work(w);
+      }
+    }
+  }
+  for (auto& w : workers) stop(w, false);
+  return records;
+}
+
+}  // namespace sdpa

@@ -1,0 +1,49 @@
+// The conformance runner: runs jobs (case x backend x SIMD target x thread count) in
+// isolated worker processes, so a crash or a hang becomes a CRASH or TIMEOUT record and
+// the run goes on, and collects the records in job order.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "conformance/run_record.hpp"
+#include "core/device.hpp"
+#include "kernels/backend.hpp"
+
+namespace sdpa {
+
+// One unit of work.
+struct Job {
+  std::string case_id;      // canonical case ID
+  std::string golden_file;  // "" = generated data; else the golden file holding the case
+  std::string backend;      // backend name
+  std::string simd_target;  // "" = best
+  int threads = 0;          // OpenMP threads for the backend (0 = default)
+};
+
+struct RunnerOptions {
+  Device device;  // device the backends are judged for (a simulated CPU restricts SIMD)
+  int jobs = 1;   // worker processes at once
+  double timeout_seconds = 300;  // per job
+  bool isolate = true;           // false: run in this process (no CRASH/TIMEOUT detection; for gdb)
+  std::function<void(std::size_t done, std::size_t total, const CaseRecord&)> progress;
+  // Finds a backend by name; default: the built-in registry (tests add their own backends).
+  std::function<const Backend*(std::string_view)> lookup;
+};
+
+// The paste-able command reproducing one job.
+std::string repro_command(const Job& job, const Device& device);
+
+// Runs one job in the current process and returns its record (never throws: errors
+// become FAIL records naming the error).
+CaseRecord run_job(const Job& job, const Device& device,
+                   const std::function<const Backend*(std::string_view)>& lookup = {});
+
+// Runs every job and returns the records in job order. Isolated workers are fork()ed: the
+// calling process must not have run an OpenMP parallel region before (libgomp's thread pool
+// does not survive fork, and the child would hang). The sdpa-cts command never does; tests
+// of the runner live in their own binary for this reason.
+std::vector<CaseRecord> run_jobs(const std::vector<Job>& jobs, const RunnerOptions& options);
+
+}  // namespace sdpa

@@ -1,0 +1,122 @@
+#include "conformance/tier.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <stdexcept>
+
+#include "core/case_id.hpp"
+
+namespace sdpa {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r");
+  if (b == std::string::npos) return "";
+  const auto e = s.find_last_not_of(" \t\r");
+  return s.substr(b, e - b + 1);
+}
+
+void load_into(const fs::path& file, const std::string& tiers_dir, const std::string& source_dir,
+               std::vector<std::string>& stack, TierEntries& out, std::set<std::string>& seen) {
+  const std::string key = fs::weakly_canonical(file).string();
+  for (const auto& s : stack) {
+    if (s == key) throw std::invalid_argument("tier " + file.string() + ": include cycle");
+  }
+  std::ifstream in(file);
+  if (!in) throw std::invalid_argument("tier file not found: " + file.string());
+  stack.push_back(key);
+  std::string line;
+  int lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    line = trim(line);
+    if (line.empty()) continue;
+    const std::string where = file.string() + ":" + std::to_string(lineno) + ": ";
+    if (line.rfind("golden ", 0) == 0) {
+      fs::path p = trim(line.substr(7));
+      if (p.is_relative()) p = fs::path(source_dir) / p;
+      if (!fs::exists(p))
+        throw std::invalid_argument(where + "golden file not found: " + p.string());
+      out.golden_files.push_back(p.string());
+    } else if (line.rfind("include ", 0) == 0) {
+      const std::string name = trim(line.substr(8));
+      load_into(fs::path(tiers_dir) / (name + ".tier"), tiers_dir, source_dir, stack, out, seen);
+    } else {
+      std::vector<std::string> ids;
+      try {
+        ids = expand_alternatives(line);
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(where + e.what());
+      }
+      for (const auto& id : ids) {
+        auto parsed = parse_case_id(id);
+        if (auto* err = std::get_if<CaseIdError>(&parsed)) {
+          throw std::invalid_argument(where + err->message + " in '" + id + "'");
+        }
+        const std::string canonical = format_case_id(std::get<Case>(parsed));
+        if (seen.insert(canonical).second) out.case_ids.push_back(canonical);
+      }
+    }
+  }
+  stack.pop_back();
+}
+
+}  // namespace
+
+std::vector<std::string> expand_alternatives(const std::string& pattern) {
+  const auto open = pattern.find('{');
+  const auto close_any = pattern.find('}');
+  if (open == std::string::npos) {
+    if (close_any != std::string::npos) throw std::invalid_argument("unbalanced '}'");
+    return {pattern};
+  }
+  const auto close = pattern.find('}', open);
+  if (close == std::string::npos || pattern.find('{', open + 1) < close) {
+    throw std::invalid_argument("unbalanced '{' (alternatives do not nest)");
+  }
+  std::vector<std::string> out;
+  const std::string head = pattern.substr(0, open), tail = pattern.substr(close + 1);
+  const std::string body = pattern.substr(open + 1, close - open - 1);
+  std::size_t start = 0;
+  while (true) {
+    const auto comma = body.find(',', start);
+    const std::string alt =
+        body.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    for (auto& rest : expand_alternatives(tail)) out.push_back(head + alt + rest);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+TierEntries load_tier(const std::string& name_or_path, const std::string& tiers_dir,
+                      const std::string& source_dir) {
+  fs::path file = name_or_path;
+  if (!fs::exists(file) && name_or_path.find('/') == std::string::npos) {
+    file = fs::path(tiers_dir) / (name_or_path + ".tier");
+    if (!fs::exists(file)) {
+      std::string known;
+      if (fs::is_directory(tiers_dir)) {
+        for (const auto& e : fs::directory_iterator(tiers_dir)) {
+          if (e.path().extension() == ".tier")
+            known += (known.empty() ? "" : ", ") + e.path().stem().string();
+        }
+      }
+      throw std::invalid_argument("unknown tier '" + name_or_path + "' (known: " + known + ")");
+    }
+  }
+  TierEntries out;
+  std::vector<std::string> stack;
+  std::set<std::string> seen;
+  load_into(file, tiers_dir, source_dir, stack, out, seen);
+  return out;
+}
+
+std::string default_tiers_dir() { return std::string(SDPA_CTS_SOURCE_DIR) + "/conformance/tiers"; }
+std::string default_source_dir() { return SDPA_CTS_SOURCE_DIR; }
+
+}  // namespace sdpa

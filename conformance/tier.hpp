@@ -1,0 +1,34 @@
+// Tiers: lists of cases as data files (conformance/tiers/*.tier), not code.
+//
+// Grammar, one entry per line ('#' starts a comment):
+//   <case ID>             a case; {a,b,...} alternatives expand to every combination,
+//                         e.g. b1.hq{1,4}.l{1,113}.s64.dqk64.{f32,bf16}.seed1.gen=normal
+//   golden <path>         every case of a golden HDF5 file (path relative to the source tree)
+//   include <tier>        the entries of another tier
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace sdpa {
+
+struct TierEntries {
+  std::vector<std::string> case_ids;      // expanded, in file order, duplicates removed
+  std::vector<std::string> golden_files;  // absolute paths, in file order
+};
+
+// Expands {a,b} alternatives (several groups multiply out). Throws std::invalid_argument
+// on an unbalanced brace.
+std::vector<std::string> expand_alternatives(const std::string& pattern);
+
+// Reads a tier by name (looked up as <tiers_dir>/<name>.tier) or by path. Throws
+// std::invalid_argument naming the file and line for a bad line, a missing file or an
+// include cycle. Case IDs are parsed to check them (the error names the field).
+TierEntries load_tier(const std::string& name_or_path, const std::string& tiers_dir,
+                      const std::string& source_dir);
+
+// Directory of the built-in tiers and the source tree root (compiled in).
+std::string default_tiers_dir();
+std::string default_source_dir();
+
+}  // namespace sdpa

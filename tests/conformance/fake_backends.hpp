@@ -1,0 +1,83 @@
+// Small backends for testing the judge and the runner: a correct one (the reference,
+// rounded to the output type) and deliberately broken ones.
+#pragma once
+
+#include <csignal>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "kernels/backend.hpp"
+#include "reference/sdpa_reference.hpp"
+
+namespace sdpa::testing {
+
+enum class Fault {
+  none,           // correct: the reference rounded once
+  zero_output,    // writes zeros
+  crash,          // raises SIGSEGV
+  hang,           // sleeps far past any timeout
+  throws,         // throws std::runtime_error
+  declines,       // supports() says no
+  bf16_rounding,  // rounds O to bf16 but claims a bf16 contract (within bound, worse than naive)
+  skip_last_row,  // leaves the last query row unwritten
+};
+
+class FakeBackend : public Backend {
+ public:
+  FakeBackend(std::string name, Fault fault) : name_(std::move(name)), fault_(fault) {
+    caps_.dtypes = {DType::f64, DType::f32, DType::f16, DType::bf16};
+    caps_.weights_output = false;
+  }
+  std::string_view name() const override { return name_; }
+  const Capabilities& capabilities() const override { return caps_; }
+  PrecisionContract precision(DType t) const override {
+    PrecisionContract c;
+    c.accumulate = t == DType::f64 ? DType::f64 : DType::f32;
+    c.p_type = c.accumulate;
+    if (fault_ == Fault::bf16_rounding) c.accumulate = c.p_type = DType::bf16;
+    return c;
+  }
+  Support supports(const Problem& p, const Device& d) const override {
+    Support s;
+    check_capabilities(caps_, p, d, s);
+    if (fault_ == Fault::declines) s.decline("this fake declines everything");
+    return s;
+  }
+  void run(const Problem& p, const Buffers& b, const RunOptions&) const override {
+    if (fault_ == Fault::crash) std::raise(SIGSEGV);
+    if (fault_ == Fault::hang) std::this_thread::sleep_for(std::chrono::hours(1));
+    if (fault_ == Fault::throws) throw std::runtime_error("fake failure");
+    const reference::Result r = reference::run_sdpa(p, {b.q, b.k, b.v, b.mask});
+    const auto cuq = cu_seqlens_q(p);
+    const std::int64_t B = p.batch, H = p.heads_q, L = p.len_q, Dv = p.head_dim_v;
+    for (std::int64_t bb = 0; bb < B; ++bb) {
+      const std::int64_t rows = p.packed ? seqlen_q(p, bb) : L;
+      for (std::int64_t h = 0; h < H; ++h)
+        for (std::int64_t i = 0; i < rows; ++i) {
+          if (fault_ == Fault::skip_last_row && bb == B - 1 && h == H - 1 && i == rows - 1)
+            continue;
+          for (std::int64_t d = 0; d < Dv; ++d) {
+            const std::int64_t row = p.packed ? cuq[bb] + i : i;
+            const std::int64_t off = (p.packed ? 0 : bb * p.o.stride[0]) + h * p.o.stride[1] +
+                                     row * p.o.stride[2] + d * p.o.stride[3];
+            double x = r.o[static_cast<std::size_t>(((bb * H + h) * L + i) * Dv + d)];
+            if (fault_ == Fault::zero_output) x = 0;
+            if (fault_ == Fault::bf16_rounding) x = bf16_to_float(double_to_bf16(x));
+            store_from_double(p.dtype, b.o, off, x);
+          }
+        }
+    }
+    if (p.want_lse) {
+      for (std::size_t x = 0; x < r.lse.size(); ++x) b.lse[x] = static_cast<float>(r.lse[x]);
+    }
+  }
+
+ private:
+  std::string name_;
+  Fault fault_;
+  Capabilities caps_;
+};
+
+}  // namespace sdpa::testing

@@ -1,0 +1,93 @@
+#include "conformance/runner.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "fake_backends.hpp"
+
+namespace sdpa {
+namespace {
+
+using testing::FakeBackend;
+using testing::Fault;
+
+const Backend* lookup(std::string_view name) {
+  static const std::map<std::string, FakeBackend, std::less<>> backends = [] {
+    std::map<std::string, FakeBackend, std::less<>> m;
+    for (auto [n, f] : {std::pair{"good", Fault::none}, std::pair{"crash", Fault::crash},
+                        std::pair{"hang", Fault::hang}, std::pair{"wrong", Fault::zero_output},
+                        std::pair{"declines", Fault::declines}}) {
+      m.emplace(std::piecewise_construct, std::forward_as_tuple(n), std::forward_as_tuple(n, f));
+    }
+    return m;
+  }();
+  auto it = backends.find(name);
+  return it == backends.end() ? nullptr : &it->second;
+}
+
+constexpr const char* kCase = "b1.hq2.l9.s17.dqk8.f32.seed1.gen=normal";
+
+RunnerOptions options(int jobs) {
+  RunnerOptions o;
+  o.device = detect_cpu();
+  o.jobs = jobs;
+  o.timeout_seconds = 4;
+  o.lookup = lookup;
+  return o;
+}
+
+TEST(Runner, IsolatedWorkersTurnCrashesAndHangsIntoRecordsAndGoOn) {
+  const std::vector<Job> jobs = {{kCase, "", "good"},    {kCase, "", "crash"},
+                                 {kCase, "", "good"},    {kCase, "", "hang"},
+                                 {kCase, "", "wrong"},   {kCase, "", "declines"},
+                                 {kCase, "", "no_such"}, {kCase, "", "good", "", 1}};
+  for (int workers : {1, 2}) {
+    std::size_t progress_calls = 0;
+    RunnerOptions o = options(workers);
+    o.progress = [&](std::size_t done, std::size_t total, const CaseRecord&) {
+      ++progress_calls;
+      EXPECT_LE(done, total);
+    };
+    const auto r = run_jobs(jobs, o);
+    ASSERT_EQ(r.size(), jobs.size());
+    EXPECT_EQ(progress_calls, jobs.size());
+    EXPECT_EQ(r[0].status, Status::pass) << r[0].message;
+    EXPECT_EQ(r[1].status, Status::crash);
+    EXPECT_NE(r[1].message.find("signal 11"), std::string::npos) << r[1].message;
+    EXPECT_EQ(r[2].status, Status::pass) << "the run goes on after a crash";
+    EXPECT_EQ(r[3].status, Status::timeout);
+    EXPECT_EQ(r[4].status, Status::fail);
+    EXPECT_EQ(r[5].status, Status::not_supported);
+    EXPECT_EQ(r[6].status, Status::fail);
+    EXPECT_NE(r[6].message.find("unknown backend 'no_such'"), std::string::npos);
+    EXPECT_EQ(r[7].status, Status::pass);
+    for (std::size_t k = 0; k < r.size(); ++k) {
+      EXPECT_EQ(r[k].backend, jobs[k].backend) << "records come back in job order";
+      EXPECT_EQ(r[k].case_id, kCase);
+      EXPECT_NE(r[k].repro.find("--backend " + jobs[k].backend), std::string::npos);
+    }
+    EXPECT_NE(r[7].repro.find("--threads 1"), std::string::npos);
+  }
+}
+
+TEST(Runner, InProcessModeGivesTheSameVerdicts) {
+  const std::vector<Job> jobs = {
+      {kCase, "", "good"}, {kCase, "", "wrong"}, {kCase, "", "declines"}};
+  RunnerOptions o = options(1);
+  o.isolate = false;
+  const auto r = run_jobs(jobs, o);
+  EXPECT_EQ(r[0].status, Status::pass);
+  EXPECT_EQ(r[1].status, Status::fail);
+  EXPECT_EQ(r[2].status, Status::not_supported);
+}
+
+TEST(Runner, ReproQuotesTheCaseForTheShell) {
+  const Job j{"b1.hq1.l1.s1.dqk1.f32.seed1.gen=normal", "", "cpu.flash", "avx2", 2};
+  EXPECT_EQ(repro_command(j, detect_cpu()),
+            "sdpa-cts run --backend cpu.flash --case 'b1.hq1.l1.s1.dqk1.f32.seed1.gen=normal' "
+            "--simd avx2 --threads 2");
+}
+
+}  // namespace
+}  // namespace sdpa

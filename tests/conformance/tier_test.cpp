@@ -1,0 +1,76 @@
+#include "conformance/tier.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace sdpa {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(Tier, AlternativesExpandToEveryCombinationInOrder) {
+  EXPECT_EQ(expand_alternatives("a{1,2}b{x,y}"),
+            (std::vector<std::string>{"a1bx", "a1by", "a2bx", "a2by"}));
+  EXPECT_EQ(expand_alternatives("plain"), (std::vector<std::string>{"plain"}));
+  EXPECT_THROW(expand_alternatives("a{1,2"), std::invalid_argument);
+  EXPECT_THROW(expand_alternatives("a}"), std::invalid_argument);
+  EXPECT_THROW(expand_alternatives("a{1,{2}}"), std::invalid_argument);
+}
+
+class TierFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("sdpa_tier_test_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  void write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name) << text;
+  }
+  fs::path dir_;
+};
+
+TEST_F(TierFiles, IncludesCommentsAndDeduplication) {
+  write("base.tier", "# comment\nb1.hq1.l{1,2}.s1.dqk8.f32.seed1.gen=normal  # trailing\n\n");
+  write("top.tier", "include base\nb1.hq1.l2.s1.dqk8.f32.seed1.gen=normal\n");
+  const TierEntries t = load_tier("top", dir_.string(), dir_.string());
+  EXPECT_EQ(t.case_ids,
+            (std::vector<std::string>{"b1.hq1.hkv1.l1.s1.dqk8.dv8.f32.seed1.gen=normal",
+                                      "b1.hq1.hkv1.l2.s1.dqk8.dv8.f32.seed1.gen=normal"}));
+}
+
+TEST_F(TierFiles, ErrorsNameTheFileLineAndField) {
+  write("bad.tier",
+        "b1.hq1.l1.s1.dqk8.f32.seed1.gen=normal\nb1.hqX.l1.s1.dqk8.f32.seed1.gen=normal\n");
+  try {
+    load_tier("bad", dir_.string(), dir_.string());
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("bad.tier:2"), std::string::npos) << m;
+    EXPECT_NE(m.find("'hq'"), std::string::npos) << m;
+  }
+  write("cycle.tier", "include cycle\n");
+  EXPECT_THROW(load_tier("cycle", dir_.string(), dir_.string()), std::invalid_argument);
+  write("nogold.tier", "golden missing.h5\n");
+  EXPECT_THROW(load_tier("nogold", dir_.string(), dir_.string()), std::invalid_argument);
+  try {
+    load_tier("nonexistent", dir_.string(), dir_.string());
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("known:"), std::string::npos);
+  }
+}
+
+TEST(Tier, BuiltInTiersParse) {
+  for (const char* name : {"smoke", "ci", "nightly"}) {
+    const TierEntries t = load_tier(name, default_tiers_dir(), default_source_dir());
+    EXPECT_GT(t.case_ids.size(), 10u) << name;
+    EXPECT_FALSE(t.golden_files.empty()) << name;
+  }
+}
+
+}  // namespace
+}  // namespace sdpa
