@@ -201,27 +201,31 @@ void FlashBackend::run(const Problem& p, const Buffers& buf, const RunOptions& o
   }
 
   // Work items: one kv head's group of query heads (up to kRowTile of them) times a block
-  // of query rows, so that each K/V block is loaded once for the whole group. Later query
-  // blocks first: under a causal mask they are the longest, which evens out the threads.
-  std::vector<Item> items;
+  // of query rows, so that each K/V block is loaded once for the whole group. Listed per
+  // batch element, kv head and head chunk, later query blocks first (under a causal mask they
+  // are the longest, which evens out the threads), and decoded from their index so that the
+  // list itself takes O(B) memory.
   const i64 G = P.group;
   const i64 ng = std::min<i64>(std::max<i64>(G, 1), kRowTile);
+  const i64 chunks = (G + ng - 1) / ng;
+  std::vector<i64> first(static_cast<std::size_t>(B) + 1, 0), rows(static_cast<std::size_t>(B));
   for (i64 b = 0; b < B; ++b) {
     const i64 lb = lens_q[b];
-    if (lb == 0) continue;
-    const i64 ni = std::min<i64>(std::max<i64>(kRowTile / ng, 1), lb);
-    for (i64 hk = 0; hk < p.heads_kv; ++hk) {
-      for (i64 g0 = 0; g0 < G; g0 += ng) {
-        for (i64 i0 = (lb - 1) / ni * ni; i0 >= 0; i0 -= ni) {
-          items.push_back({b, hk, g0, std::min(ng, G - g0), i0, std::min(ni, lb - i0)});
-        }
-      }
-    }
+    rows[b] = lb == 0 ? 1 : std::min<i64>(std::max<i64>(kRowTile / ng, 1), lb);
+    first[b + 1] = first[b] + p.heads_kv * chunks * ((lb + rows[b] - 1) / rows[b]);
   }
-  if (items.empty()) return;
+  const i64 n_items = first[B];
+  if (n_items == 0) return;
+  auto item_at = [&](i64 x) {
+    const i64 b = std::upper_bound(first.begin(), first.end(), x) - first.begin() - 1;
+    const i64 ni = rows[b], tiles = (lens_q[b] + ni - 1) / ni;
+    const i64 rem = x - first[b], hc = rem / tiles, t = rem % tiles;
+    const i64 g0 = (hc % chunks) * ng, i0 = (tiles - 1 - t) * ni;
+    return Item{b, hc / chunks, g0, std::min(ng, G - g0), i0, std::min(ni, lens_q[b] - i0)};
+  };
 
   int threads = options.threads > 0 ? options.threads : omp_get_max_threads();
-  threads = static_cast<int>(std::min<i64>(threads, static_cast<i64>(items.size())));
+  threads = static_cast<int>(std::min<i64>(threads, n_items));
   threads = std::max(threads, 1);
   std::vector<std::unique_ptr<unsigned char, FreeDeleter>> scratch;
   for (int t = 0; t < threads; ++t) {
@@ -232,16 +236,15 @@ void FlashBackend::run(const Problem& p, const Buffers& buf, const RunOptions& o
     std::memset(mem, 0, P.scratch.bytes);
     scratch.emplace_back(mem);
   }
-  const i64 n_items = static_cast<i64>(items.size());
   if (threads == 1) {
-    for (const Item& it : items) fn(P, it, scratch[0].get());
+    for (i64 x = 0; x < n_items; ++x) fn(P, item_at(x), scratch[0].get());
     return;
   }
 #pragma omp parallel num_threads(threads)
   {
     unsigned char* mine = scratch[static_cast<std::size_t>(omp_get_thread_num())].get();
 #pragma omp for schedule(dynamic, 1)
-    for (i64 x = 0; x < n_items; ++x) fn(P, items[static_cast<std::size_t>(x)], mine);
+    for (i64 x = 0; x < n_items; ++x) fn(P, item_at(x), mine);
   }
 }
 
