@@ -273,23 +273,30 @@ void combine_row(const Plan& pl, const RowSet& rs, std::int64_t r, const float* 
   }
 }
 
-// Rows with no query (i >= L_b): O = 0 in the padded layout, LSE = -inf in both.
-void write_padding(const Plan& pl, int threads) {
+// Rows with no query (i >= L_b) of slice (b, h): O = 0 in the padded layout, LSE = -inf.
+void write_padding(const Plan& pl, std::int64_t b, std::int64_t h, std::vector<float>& zero) {
   const Problem& p = pl.p;
-  const std::int64_t slices = p.batch * p.heads_q;
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (std::int64_t bh = 0; bh < slices; ++bh) {
-    const std::int64_t b = bh / p.heads_q, h = bh % p.heads_q;
-    std::vector<float> zero(static_cast<std::size_t>(std::max<std::int64_t>(p.head_dim_v, 1)));
-    for (std::int64_t i = pl.g.lq(b); i < p.len_q; ++i) {
-      if (!p.packed) {
-        pl.t.store_row(p.dtype, zero.data(), p.head_dim_v,
-                       at(pl.buf.o, pl.g.q_row(p.o, b, h, i), pl.esz), p.o.stride[3]);
-      }
-      if (p.want_lse) pl.buf.lse[(b * p.heads_q + h) * p.len_q + i] = -INFINITY;
+  zero.assign(static_cast<std::size_t>(std::max<std::int64_t>(p.head_dim_v, 1)), 0.0f);
+  for (std::int64_t i = pl.g.lq(b); i < p.len_q; ++i) {
+    if (!p.packed) {
+      pl.t.store_row(p.dtype, zero.data(), p.head_dim_v,
+                     at(pl.buf.o, pl.g.q_row(p.o, b, h, i), pl.esz), p.o.stride[3]);
     }
+    if (p.want_lse) pl.buf.lse[(b * p.heads_q + h) * p.len_q + i] = -INFINITY;
   }
 }
+
+// Work of one wave: items (row set, chunk), then the rows to combine.
+struct Wave {
+  struct Unit {
+    std::int64_t set, chunk;
+  };
+  struct Row {
+    std::int64_t set, r;
+  };
+  std::vector<Unit> units;
+  std::vector<Row> rows;
+};
 
 void run_problem(const Problem& p, const Buffers& buf, const RunOptions& options) {
   if (p.batch == 0 || p.heads_q == 0 || p.len_q == 0) return;
@@ -305,10 +312,9 @@ void run_problem(const Problem& p, const Buffers& buf, const RunOptions& options
                 ldo + 16,
                 round_up(std::max<std::int64_t>(p.head_dim_qk, 1), 16),
                 dtype_size(p.dtype)};
-  const int threads = thread_count(options);
-  write_padding(pl, threads);
 
-  // All row sets in (b, hk, rows) order; waves of them whose partials fit the budget.
+  // All row sets in (b, hk, rows) order, cut into waves whose partials fit the budget. The
+  // cut only groups work; no item's result depends on the wave it is in.
   std::vector<RowSet> sets;
   for (std::int64_t b = 0; b < p.batch; ++b) {
     const std::int64_t lb = g.lq(b), sb = g.skv(b), rows = g.group * lb;
@@ -320,55 +326,57 @@ void run_problem(const Problem& p, const Buffers& buf, const RunOptions& options
         sets.push_back({b, hk, r0, std::min(rows, r0 + kRowSet), chunk, chunks, 0});
   }
   const std::int64_t budget = kScratchBudget / 4;
-  std::vector<float> wave;
-  struct Unit {
-    std::int64_t set, chunk;
-  };
-  struct Row {
-    std::int64_t set, r;
-  };
-  std::vector<Unit> units;
-  std::vector<Row> rows;
+  std::vector<Wave> waves;
+  std::int64_t scratch = 0;
   for (std::size_t first = 0; first < sets.size();) {
-    std::size_t last = first;
+    Wave w;
     std::int64_t floats = 0;
-    units.clear();
-    rows.clear();
-    while (last < sets.size()) {
+    std::size_t last = first;
+    for (; last < sets.size(); ++last) {
       RowSet& rs = sets[last];
       const std::int64_t need = (rs.r1 - rs.r0) * rs.chunks * pl.ldpart;
       if (last > first && floats + need > budget) break;
       rs.part = floats;
       floats += need;
       for (std::int64_t c = 0; c < rs.chunks; ++c)
-        units.push_back({static_cast<std::int64_t>(last), c});
+        w.units.push_back({static_cast<std::int64_t>(last), c});
       for (std::int64_t r = rs.r0; r < rs.r1; ++r)
-        rows.push_back({static_cast<std::int64_t>(last), r});
-      ++last;
+        w.rows.push_back({static_cast<std::int64_t>(last), r});
     }
-    if (static_cast<std::int64_t>(wave.size()) < floats)
-      wave.resize(static_cast<std::size_t>(floats));
-    float* w = wave.data();
-    const auto nu = static_cast<std::int64_t>(units.size());
-    const auto nrows = static_cast<std::int64_t>(rows.size());
+    scratch = std::max(scratch, floats);
+    waves.push_back(std::move(w));
+    first = last;
+  }
+  std::vector<float> partials(static_cast<std::size_t>(scratch));
+  float* const part = partials.data();
+  const std::int64_t slices = p.batch * p.heads_q;
+  std::int64_t max_units = 0;
+  for (const Wave& w : waves) max_units = std::max<std::int64_t>(max_units, std::ssize(w.units));
+  // Never more threads than items: small problems skip the fork.
+  const int threads = static_cast<int>(
+      std::min<std::int64_t>(thread_count(options), std::max<std::int64_t>(max_units, 1)));
 #pragma omp parallel num_threads(threads)
-    {
-      Scratch sc;
+  {
+    Scratch sc;
+    std::vector<double> acc;
+    std::vector<float> out;
+#pragma omp for schedule(static) nowait
+    for (std::int64_t bh = 0; bh < slices; ++bh)
+      write_padding(pl, bh / p.heads_q, bh % p.heads_q, out);
+    for (const Wave& w : waves) {
+      const auto nu = std::ssize(w.units);
+      const auto nrows = std::ssize(w.rows);
 #pragma omp for schedule(dynamic, 1)
       for (std::int64_t u = 0; u < nu; ++u) {
-        const Unit& un = units[static_cast<std::size_t>(u)];
-        const RowSet& rs = sets[static_cast<std::size_t>(un.set)];
-        run_unit(pl, rs, un.chunk, w, sc);
+        const Wave::Unit& un = w.units[static_cast<std::size_t>(u)];
+        run_unit(pl, sets[static_cast<std::size_t>(un.set)], un.chunk, part, sc);
       }
-      std::vector<double> acc;
-      std::vector<float> out;
 #pragma omp for schedule(dynamic, 64)
       for (std::int64_t x = 0; x < nrows; ++x) {
-        const Row& row = rows[static_cast<std::size_t>(x)];
-        combine_row(pl, sets[static_cast<std::size_t>(row.set)], row.r, w, acc, out);
+        const Wave::Row& row = w.rows[static_cast<std::size_t>(x)];
+        combine_row(pl, sets[static_cast<std::size_t>(row.set)], row.r, part, acc, out);
       }
     }
-    first = last;
   }
 }
 

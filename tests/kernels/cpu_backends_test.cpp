@@ -14,6 +14,7 @@
 #include "conformance/data_gen.hpp"
 #include "core/case_id.hpp"
 #include "core/guarded_buffer.hpp"
+#include "kernels/cpu/sdpa_rows.hpp"
 #include "kernels/cpu/simd_target.hpp"
 #include "kernels/registry.hpp"
 #include "reference/sdpa_reference.hpp"
@@ -340,6 +341,10 @@ TEST_P(CpuBitwise, BatchInvariant) {
   }
   const std::vector<std::string> ids = {
       "b3.hq4.hkv2.l1.s1500.dqk64.bf16.kvlen=1500_700_1100.seed1",
+      // Long enough that chunk lengths are not clamped to the minimum: a split rule that
+      // looked at the batch (S, B) instead of S_b would show here.
+      "b3.hq2.hkv1.l1.s5000.dqk64.bf16.kvlen=5000_4100_2000.seed5",
+      "b3.hq2.l40.s5000.dqk32.f32.causal=br.kvlen=4500_5000_300.seed6",
       "b3.hq4.hkv2.l130.s500.dqk40.dv24.f32.causal=br.qlen=130_7_64.kvlen=500_300_129.seed2",
       "b3.hq2.l70.s300.dqk32.f16.mask=add.p0.2.dseed3.seed3",
       "b3.hq2.l33.s600.dqk32.f32.qlen=33_5_17.kvlen=600_9_300.packed.seed4",
@@ -471,6 +476,61 @@ TEST(CpuBackendNonFinite, NanRowAndNanBeyondLength) {
             }
           }
     }
+  }
+}
+
+// A NaN query row with a boolean mask: O and LSE NaN, and (for backends with the weights
+// output) P NaN exactly at the keys the row attends and 0 at masked keys, as the reference.
+TEST(CpuBackendNonFinite, NanRowKeepsMaskedWeightsZero) {
+  const Case c = parse_case_id_or_throw("b1.hq2.l9.s40.dqk16.f32.mask=bool.attnw.lse.seed3");
+  const Problem& p = c.problem;
+  for (const Backend* b : cpu_backends()) {
+    Problem pb = p;
+    pb.want_weights = b->capabilities().weights_output;
+    if (!b->supports(pb, cpu()).ok()) continue;
+    InputBuffers in = make_inputs(c);
+    static_cast<float*>(in.q.data())[p.q.stride[1] + 4 * p.q.stride[2]] = NAN;  // (0, 1, 4, 0)
+    const reference::Result ref = reference::run_sdpa(p, in.pointers());
+    GuardedBuffer o("o", 4, o_view(p));
+    std::vector<float> lse(static_cast<std::size_t>(p.heads_q * p.len_q));
+    std::vector<float> w(static_cast<std::size_t>(p.heads_q * p.len_q * p.len_kv));
+    b->run(pb,
+           {in.q.data(), in.k.data(), in.v.data(), in.mask->data(), o.data(), lse.data(),
+            pb.want_weights ? w.data() : nullptr},
+           {2, ""});
+    for (std::size_t x = 0; x < lse.size(); ++x)
+      EXPECT_EQ(std::isnan(lse[x]), std::isnan(ref.lse[x])) << b->name() << " lse " << x;
+    for (std::size_t x = 0; x < ref.o.size(); ++x)
+      EXPECT_EQ(std::isnan(static_cast<const float*>(o.data())[x]), std::isnan(ref.o[x]))
+          << b->name() << " o " << x;
+    if (!pb.want_weights) continue;
+    int nan_weights = 0;
+    for (std::size_t x = 0; x < w.size(); ++x) {
+      nan_weights += std::isnan(w[x]);
+      EXPECT_EQ(std::isnan(w[x]), std::isnan(ref.weights[x])) << b->name() << " weights " << x;
+      if (!std::isnan(ref.weights[x]) && ref.weights[x] == 0) EXPECT_EQ(w[x], 0.0f);
+    }
+    EXPECT_GT(nan_weights, 0);
+  }
+}
+
+// cpu.mem_efficient's split rule (docs/KERNELS.md): a function of (S_b, Dqk, Dv) only, with
+// enough chunks that a single long decode row keeps every core busy.
+TEST(MemEfficientSplitRule, ChunkLengths) {
+  using cpu::mem_efficient_chunk_length;
+  EXPECT_EQ(mem_efficient_chunk_length(8192, 128, 128), 512);  // 16 chunks
+  EXPECT_EQ(mem_efficient_chunk_length(4097, 128, 128), 320);  // 13 chunks
+  EXPECT_EQ(mem_efficient_chunk_length(2048, 128, 128), 256);  // 8 chunks
+  EXPECT_EQ(mem_efficient_chunk_length(100, 128, 128), 256);   // one chunk
+  EXPECT_EQ(mem_efficient_chunk_length(0, 128, 128), 256);
+  EXPECT_EQ(mem_efficient_chunk_length(1 << 20, 128, 128), 512);  // capped by L2
+  EXPECT_EQ(mem_efficient_chunk_length(1 << 20, 64, 64), 1024);
+  EXPECT_EQ(mem_efficient_chunk_length(1 << 20, 256, 256), 256);
+  for (std::int64_t s : {1, 255, 256, 257, 4097, 65537, 1 << 22}) {
+    const std::int64_t c = mem_efficient_chunk_length(s, 128, 128);
+    EXPECT_EQ(c % 64, 0);
+    EXPECT_GE(c, 256);
+    if (s >= 4096) EXPECT_GE((s + c - 1) / c, 8) << "S = " << s << " gives too few chunks";
   }
 }
 
