@@ -76,7 +76,8 @@ figcaption b { color: var(--ink); }
 .status.QUALITY_WARNING, .status.MISTRUSTED, .status.INVALID { color: var(--other); }
 .status.NOT_SUPPORTED { color: var(--muted); }
 .case { word-break: break-all; min-width: 240px; }
-td code { overflow-wrap: anywhere; }
+td code { white-space: nowrap; }
+td.case code, td.repro code { white-space: normal; overflow-wrap: anywhere; }
 .note { color: var(--muted); font-size: 12px; }
 footer { margin-top: 32px; color: var(--muted); font-size: 12px; }
 )css";
@@ -169,7 +170,7 @@ std::string histogram_svg(const std::string& backend,
 }
 
 std::string repro_cell(const CaseRecord& r) {
-  return r.repro.empty() ? "<td></td>" : "<td><code>" + h(r.repro) + "</code></td>";
+  return r.repro.empty() ? "<td></td>" : "<td class=\"repro\"><code>" + h(r.repro) + "</code></td>";
 }
 
 // A table of records: status, backend, case, message, repro.
