@@ -537,6 +537,8 @@ void row_add(float* s, const float* b, std::int64_t n) {
 
 // ------------------------------------------------------------------ decode kernels
 
+constexpr std::int64_t kPrefetchKeys = 16;  // keys ahead of the one being read
+
 template <typename E, int R>
 void dot_keys_rows(const float* q, std::int64_t ldq, const typename E::T* k, std::int64_t ks,
                    std::int64_t n, std::int64_t d, float* s, std::int64_t lds) {
@@ -544,6 +546,14 @@ void dot_keys_rows(const float* q, std::int64_t ldq, const typename E::T* k, std
   const int tail = static_cast<int>(d - full);
   for (std::int64_t j = 0; j < n; ++j) {
     const typename E::T* kj = k + j * ks;
+#if SDPA_VK_LEVEL >= 1
+    // Software prefetch a few keys ahead: decode is bound by how fast one core streams K.
+    if (j + kPrefetchKeys < n) {
+      const char* pf = reinterpret_cast<const char*>(kj + kPrefetchKeys * ks);
+      for (std::int64_t b = 0; b < d * static_cast<std::int64_t>(sizeof(typename E::T)); b += 64)
+        _mm_prefetch(pf + b, _MM_HINT_T0);
+    }
+#endif
     V acc[R];
     for (int r = 0; r < R; ++r) acc[r] = vzero();
     for (std::int64_t e = 0; e < full; e += 16) {
@@ -593,6 +603,13 @@ void acc_values_block(const float* p, std::int64_t ldp, const typename E::T* v, 
   const int last = static_cast<int>(std::min<std::int64_t>(16, rem - 16 * (NB - 1)));
   for (std::int64_t j = 0; j < n; ++j) {
     const typename E::T* vj = v + j * vs + e0;
+#if SDPA_VK_LEVEL >= 1
+    if (j + kPrefetchKeys < n) {
+      const char* pf = reinterpret_cast<const char*>(vj + kPrefetchKeys * vs);
+      for (int b = 0; b < 16 * NB * static_cast<int>(sizeof(typename E::T)); b += 64)
+        _mm_prefetch(pf + b, _MM_HINT_T0);
+    }
+#endif
     V x[NB];
     for (int t = 0; t < NB - 1; ++t) x[t] = E::load(vj + 16 * t);
     x[NB - 1] = last == 16 ? E::load(vj + 16 * (NB - 1)) : E::load_n(vj + 16 * (NB - 1), last);
