@@ -21,6 +21,11 @@ DTYPES = {"f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat1
 SIZES = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2}
 
 
+def die(message):
+    print(f"peer_torch.py: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
 def parse_case(case_id):
     shape = {"hkv": None, "dv": None, "causal": None}
     dtype = None
@@ -44,16 +49,16 @@ def parse_case(case_id):
             continue
         if re.fullmatch(r"seed\d+|gen=[a-z0-9_]+|lse", tok):
             continue
-        raise SystemExit(f"peer_torch.py: case field '{tok}' is not supported by this peer")
+        die(f"case field '{tok}' is not supported by this peer")
     for k in ("b", "hq", "l", "s", "dqk"):
         if k not in shape:
-            raise SystemExit(f"peer_torch.py: case field '{k}' is missing")
+            die(f"case field '{k}' is missing")
     if dtype is None:
-        raise SystemExit("peer_torch.py: the case has no dtype")
+        die("the case has no dtype")
     shape["hkv"] = shape["hkv"] or shape["hq"]
     shape["dv"] = shape["dv"] or shape["dqk"]
     if shape["causal"] == "br" and shape["l"] != shape["s"] and shape["l"] != 1:
-        raise SystemExit("peer_torch.py: torch's is_causal is top-left; causal=br needs L == S")
+        die("torch's is_causal is top-left; causal=br needs L == S")
     return shape, dtype
 
 
