@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -118,8 +119,13 @@ Worker spawn(const std::vector<Job>& jobs, const RunnerOptions& options) {
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("runner: fork() failed");
   if (pid == 0) {
-    close(down[1]);
-    close(up[0]);
+    // Keep only this worker's two pipe ends: an inherited write end of another worker's
+    // input would keep that worker from ever seeing end-of-input, and the parent waiting
+    // for it to exit would hang.
+    const long max_fd = sysconf(_SC_OPEN_MAX) > 0 ? std::min(sysconf(_SC_OPEN_MAX), 65536L) : 1024;
+    for (int fd = 3; fd < max_fd; ++fd) {
+      if (fd != down[0] && fd != up[1]) close(fd);
+    }
     worker_main(jobs, options, down[0], up[1]);
   }
   close(down[0]);
