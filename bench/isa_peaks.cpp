@@ -20,14 +20,14 @@ double now() {
 }
 
 #define SDPA_I(op, r, n) op " %%" r "0, %%" r "0, %%" r #n "\n\t"
-#define SDPA_24(op, r)                                                                       \
-  SDPA_I(op, r, 1)                                                                           \
-  SDPA_I(op, r, 2) SDPA_I(op, r, 3) SDPA_I(op, r, 4) SDPA_I(op, r, 5) SDPA_I(op, r, 6)       \
-      SDPA_I(op, r, 7) SDPA_I(op, r, 8) SDPA_I(op, r, 9) SDPA_I(op, r, 10) SDPA_I(op, r, 11) \
-          SDPA_I(op, r, 12) SDPA_I(op, r, 13) SDPA_I(op, r, 14) SDPA_I(op, r, 15)            \
-              SDPA_I(op, r, 16) SDPA_I(op, r, 17) SDPA_I(op, r, 18) SDPA_I(op, r, 19)        \
-                  SDPA_I(op, r, 20) SDPA_I(op, r, 21) SDPA_I(op, r, 22) SDPA_I(op, r, 23)    \
-                      SDPA_I(op, r, 24)
+#define SDPA_24(op, r)                                                                        \
+  SDPA_I(op, r, 1)                                                                            \
+  SDPA_I(op, r, 2)                                                                            \
+  SDPA_I(op, r, 3) SDPA_I(op, r, 4) SDPA_I(op, r, 5) SDPA_I(op, r, 6) SDPA_I(op, r, 7)        \
+      SDPA_I(op, r, 8) SDPA_I(op, r, 9) SDPA_I(op, r, 10) SDPA_I(op, r, 11) SDPA_I(op, r, 12) \
+          SDPA_I(op, r, 13) SDPA_I(op, r, 14) SDPA_I(op, r, 15) SDPA_I(op, r, 16)             \
+              SDPA_I(op, r, 17) SDPA_I(op, r, 18) SDPA_I(op, r, 19) SDPA_I(op, r, 20)         \
+                  SDPA_I(op, r, 21) SDPA_I(op, r, 22) SDPA_I(op, r, 23) SDPA_I(op, r, 24)
 #define SDPA_CLOBBER                                                                            \
   "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",      \
       "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", \
