@@ -404,6 +404,15 @@ void gemm2_tile(const float* vb, i64 ldv, const float* pt, i64 ldp, i64 nj, cons
     for (int v = 0; v < NV; ++v) vstore(ot + k * ldo + v * W, acc[k][v]);
 }
 
+// Keys or head dims for the next micro-tile: full tiles of `mr`, except that a remainder of
+// 1 or 2 is avoided by ending with two tiles of about 4 (a tile of 2 or 3 is latency bound,
+// 4 runs near full speed).
+inline i64 tile_rows(int mr, i64 left) {
+  if (left <= mr) return left;
+  if (left < mr + 4) return left - 4;
+  return mr;
+}
+
 using Gemm1Fn = void (*)(const float*, i64, const float*, i64, i64, float*, i64);
 using Gemm2Fn = void (*)(const float*, i64, const float*, i64, i64, const float*, float*, i64);
 
@@ -841,15 +850,15 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
       // GEMM 1: logits of the panel's keys.
       if (bf16_dot) {
 #if FLASH_LEVEL == 3
-        for (i64 j = ja; j < jb; j += kBMR) {
-          const int mr = static_cast<int>(imin(kBMR, jb - j));
+        for (i64 j = ja, mr = 0; j < jb; j += mr) {
+          mr = tile_rows(kBMR, jb - j);
           kBGemm1[pn.nv][mr](kb2blk + j * ldk2, ldk2, QT2 + pn.r0, Rp, Dq2, ST + j * Rp + pn.r0,
                              Rp);
         }
 #endif
       } else {
-        for (i64 j = ja; j < jb; j += kMR) {
-          const int mr = static_cast<int>(imin(kMR, jb - j));
+        for (i64 j = ja, mr = 0; j < jb; j += mr) {
+          mr = tile_rows(kMR, jb - j);
           kGemm1[pn.nv][mr](kblk + j * ldk, ldk, QT + pn.r0, Rp, Dq, ST + j * Rp + pn.r0, Rp);
         }
       }
@@ -892,15 +901,15 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
       if (bf16_dot) {
 #if FLASH_LEVEL == 3
         pack_p_pairs(ST, Rp, ja / 2, jb / 2, pn.r0, pn.nv, P2);
-        for (i64 d = 0; d < Dv; d += kBMR) {
-          const int mr = static_cast<int>(imin(kBMR, Dv - d));
+        for (i64 d = 0, mr = 0; d < Dv; d += mr) {
+          mr = tile_rows(kBMR, Dv - d);
           kBGemm2[pn.nv][mr](VP2 + (ja / 2) * Dv + d, Dv, P2 + (ja / 2) * Rp + pn.r0, Rp,
                              (jb - ja) / 2, arow + pn.r0, OT + d * Rp + pn.r0, Rp);
         }
 #endif
       } else {
-        for (i64 d = 0; d < Dv; d += kMR) {
-          const int mr = static_cast<int>(imin(kMR, Dv - d));
+        for (i64 d = 0, mr = 0; d < Dv; d += mr) {
+          mr = tile_rows(kMR, Dv - d);
           kGemm2[pn.nv][mr](vblk + ja * ldv + d, ldv, ST + ja * Rp + pn.r0, Rp, jb - ja,
                             arow + pn.r0, OT + d * Rp + pn.r0, Rp);
         }
