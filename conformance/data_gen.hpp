@@ -3,7 +3,10 @@
 // Every value comes from Philox4x32-10 with key = seed and counter = (element index,
 // tensor id), turned into a double with exact arithmetic only (no libm calls) and rounded
 // once into the element type: the same ID gives the same bytes on any machine, at any
-// thread count.
+// thread count. The generators (names as in the case ID's `gen=`; docs/CASE_ID.md):
+//   normal, uniform, int, sparse, zeros    the same distribution in every tensor;
+//   large_logits, logits_88, negative_logits, v_near_max, neg_inf_blocks, nan_beyond,
+//   denormals                              the adversarial families of TESTING.md.
 #pragma once
 
 #include <optional>
