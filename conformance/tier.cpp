@@ -4,6 +4,7 @@
 #include <fstream>
 #include <set>
 #include <stdexcept>
+#include <string_view>
 
 #include "core/case_id.hpp"
 
@@ -11,6 +12,9 @@ namespace sdpa {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Start of the comment line that names the family of the entries after it.
+constexpr const char* kFamilyDirective = "# family:";
 
 std::string trim(const std::string& s) {
   const auto b = s.find_first_not_of(" \t\r");
@@ -30,18 +34,30 @@ void load_into(const fs::path& file, const std::string& tiers_dir, const std::st
   stack.push_back(key);
   std::string line;
   int lineno = 0;
+  std::string family;  // from this file's last family line; an include does not change it
   while (std::getline(in, line)) {
     ++lineno;
+    const std::string where = file.string() + ":" + std::to_string(lineno) + ": ";
+    // The family directive is a comment line, so that a tier file stays readable by a
+    // build that does not know it.
+    if (const std::string t = trim(line); t.rfind(kFamilyDirective, 0) == 0) {
+      family = trim(t.substr(std::string_view(kFamilyDirective).size()));
+      const bool ok =
+          !family.empty() &&
+          family.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") == std::string::npos;
+      if (!ok) throw std::invalid_argument(where + "family name must be [a-z0-9_-]+: " + family);
+      continue;
+    }
     if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
     line = trim(line);
     if (line.empty()) continue;
-    const std::string where = file.string() + ":" + std::to_string(lineno) + ": ";
     if (line.rfind("golden ", 0) == 0) {
       fs::path p = trim(line.substr(7));
       if (p.is_relative()) p = fs::path(source_dir) / p;
       if (!fs::exists(p))
         throw std::invalid_argument(where + "golden file not found: " + p.string());
       out.golden_files.push_back(p.string());
+      out.golden_families.push_back(family);
     } else if (line.rfind("include ", 0) == 0) {
       const std::string name = trim(line.substr(8));
       load_into(fs::path(tiers_dir) / (name + ".tier"), tiers_dir, source_dir, stack, out, seen);
@@ -58,7 +74,10 @@ void load_into(const fs::path& file, const std::string& tiers_dir, const std::st
           throw std::invalid_argument(where + err->message + " in '" + id + "'");
         }
         const std::string canonical = format_case_id(std::get<Case>(parsed));
-        if (seen.insert(canonical).second) out.case_ids.push_back(canonical);
+        if (seen.insert(canonical).second) {
+          out.case_ids.push_back(canonical);
+          out.case_families.push_back(family);
+        }
       }
     }
   }

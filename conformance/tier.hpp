@@ -5,6 +5,11 @@
 //                         e.g. b1.hq{1,4}.l{1,113}.s64.dqk64.{f32,bf16}.seed1.gen=normal
 //   golden <path>         every case of a golden HDF5 file (path relative to the source tree)
 //   include <tier>        the entries of another tier
+//   # family: <name>      the family (TESTING.md: dtype, masks, tile-edges, ...) of the case
+//                         and golden lines after it, up to the next family line of the same
+//                         file; an included tier's family lines do not leak out of it. A
+//                         comment line, so older builds read the file unchanged. Names are
+//                         [a-z0-9_-]+. The mutant kill table names the family of each kill.
 #pragma once
 
 #include <string>
@@ -13,8 +18,10 @@
 namespace sdpa {
 
 struct TierEntries {
-  std::vector<std::string> case_ids;      // expanded, in file order, duplicates removed
-  std::vector<std::string> golden_files;  // absolute paths, in file order
+  std::vector<std::string> case_ids;         // expanded, in file order, duplicates removed
+  std::vector<std::string> case_families;    // family of each case ID ("" before any family line)
+  std::vector<std::string> golden_files;     // absolute paths, in file order
+  std::vector<std::string> golden_families;  // family of each golden file line
 };
 
 // Expands {a,b} alternatives (several groups multiply out). Throws std::invalid_argument

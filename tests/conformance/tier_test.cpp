@@ -41,6 +41,30 @@ TEST_F(TierFiles, IncludesCommentsAndDeduplication) {
                                       "b1.hq1.hkv1.l2.s1.dqk8.dv8.f32.seed1.gen=normal"}));
 }
 
+TEST_F(TierFiles, FamilyLinesNameTheCasesAfterThemAndStayInTheirFile) {
+  write("base.tier",
+        "b1.hq1.l3.s1.dqk8.f32.seed1.gen=normal\n# family: masks\n"
+        "b1.hq1.l{1,2}.s1.dqk8.f32.seed1.gen=normal\n");
+  write("top.tier",
+        "# family: dtype\ninclude base\nb1.hq1.l4.s1.dqk8.f32.seed1.gen=normal\n"
+        "b1.hq1.l1.s1.dqk8.f32.seed1.gen=normal\n  # family:   golden  \ngolden g.h5\n");
+  write("g.h5", "");
+  const TierEntries t = load_tier("top", dir_.string(), dir_.string());
+  ASSERT_EQ(t.case_ids.size(), 4u);
+  // l3 comes before base's first family line; l1 and l2 follow it; after the include, top's
+  // own family holds again; the duplicate l1 keeps the family of its first occurrence.
+  EXPECT_EQ(t.case_families, (std::vector<std::string>{"", "masks", "masks", "dtype"}));
+  EXPECT_EQ(t.case_ids[3], "b1.hq1.hkv1.l4.s1.dqk8.dv8.f32.seed1.gen=normal");
+  EXPECT_EQ(t.golden_families, (std::vector<std::string>{"golden"}));
+  write("badfam.tier", "# family: Masks!\n");
+  try {
+    load_tier("badfam", dir_.string(), dir_.string());
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("badfam.tier:1"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(TierFiles, ErrorsNameTheFileLineAndField) {
   write("bad.tier",
         "b1.hq1.l1.s1.dqk8.f32.seed1.gen=normal\nb1.hqX.l1.s1.dqk8.f32.seed1.gen=normal\n");
@@ -69,6 +93,11 @@ TEST(Tier, BuiltInTiersParse) {
     const TierEntries t = load_tier(name, default_tiers_dir(), default_source_dir());
     EXPECT_GT(t.case_ids.size(), 10u) << name;
     EXPECT_FALSE(t.golden_files.empty()) << name;
+    // Every case and golden set of a built-in tier belongs to a family.
+    ASSERT_EQ(t.case_families.size(), t.case_ids.size()) << name;
+    for (std::size_t i = 0; i < t.case_ids.size(); ++i)
+      EXPECT_FALSE(t.case_families[i].empty()) << name << ": " << t.case_ids[i];
+    for (const auto& f : t.golden_families) EXPECT_FALSE(f.empty()) << name;
   }
 }
 
