@@ -1,0 +1,107 @@
+#include "tests/conformance/mutants/kill_run.hpp"
+
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "conformance/tier.hpp"
+#include "core/case_id.hpp"
+#include "core/device.hpp"
+#include "golden/golden_file.hpp"
+#include "golden/verify.hpp"
+#include "tests/conformance/mutants/mutant_backend.hpp"
+
+namespace sdpa::testing {
+namespace {
+
+// A status that does not kill: the backend passed or declined (what the control may get).
+bool survives(Status s) { return s == Status::pass || s == Status::not_supported; }
+
+// Judges generated and golden cases the way `sdpa-cts run` does; golden files open once.
+class Judge {
+ public:
+  CaseOutcome operator()(const Backend& backend, const TierCase& c, std::string* subfamily) {
+    if (c.golden_file.empty()) return check_case(backend, parse_case_id_or_throw(c.id), device_);
+    auto& file = files_[c.golden_file];
+    if (!file) file = std::make_unique<golden::GoldenFile>(c.golden_file);
+    const golden::GoldenCase g = file->load(c.id);
+    if (subfamily) *subfamily = g.family;
+    return golden::judge_backend(backend, g, device_);
+  }
+
+ private:
+  Device device_ = detect_cpu();                                      // the host CPU
+  std::map<std::string, std::unique_ptr<golden::GoldenFile>> files_;  // by path
+};
+
+}  // namespace
+
+std::vector<TierCase> tier_cases(const std::string& tier) {
+  const TierEntries t = load_tier(tier, default_tiers_dir(), default_source_dir());
+  std::vector<TierCase> out;
+  for (std::size_t i = 0; i < t.case_ids.size(); ++i)
+    out.push_back({t.case_ids[i], "", t.case_families[i]});
+  for (std::size_t f = 0; f < t.golden_files.size(); ++f) {
+    const golden::GoldenFile file(t.golden_files[f]);
+    for (const auto& id : file.case_ids())
+      out.push_back({id, t.golden_files[f], t.golden_families[f]});
+  }
+  return out;
+}
+
+std::size_t KillRun::killed() const {
+  std::size_t n = 0;
+  for (const auto& k : kills) n += k.killed;
+  return n;
+}
+
+std::string KillRun::table() const {
+  std::ostringstream s;
+  s << "tier " << tier << ": " << killed() << " of " << kills.size() << " mutants killed ("
+    << cases.size() << " cases)\n";
+  for (const auto& k : kills) {
+    s << "  " << k.mutant.name << " -> ";
+    if (!k.killed) {
+      s << "SURVIVED\n";
+      continue;
+    }
+    s << "#" << k.index << " " << k.by.id << " -> " << k.by.family
+      << (k.subfamily.empty() ? "" : "/" + k.subfamily) << " (" << status_name(k.outcome.status)
+      << ": " << k.outcome.message.substr(0, 100) << ")\n";
+  }
+  return s.str();
+}
+
+KillRun run_kill(const std::string& tier) {
+  KillRun run;
+  run.tier = tier;
+  run.cases = tier_cases(tier);
+  const MutantBackend control(Mutation::none);
+  std::vector<std::unique_ptr<MutantBackend>> mutants;
+  for (const auto& info : mutation_catalog()) {
+    mutants.push_back(std::make_unique<MutantBackend>(info.mutation));
+    Kill k;
+    k.mutant = info;
+    run.kills.push_back(k);
+  }
+  Judge judge;
+  for (std::size_t i = 0; i < run.cases.size(); ++i) {
+    const TierCase& c = run.cases[i];
+    std::string subfamily;
+    run.control.push_back(judge(control, c, &subfamily));
+    for (std::size_t m = 0; m < mutants.size(); ++m) {
+      Kill& k = run.kills[m];
+      if (k.killed) continue;
+      CaseOutcome o = judge(*mutants[m], c, nullptr);
+      if (survives(o.status)) continue;
+      k.killed = true;
+      k.index = i;
+      k.by = c;
+      k.subfamily = subfamily;
+      k.outcome = std::move(o);
+    }
+  }
+  return run;
+}
+
+}  // namespace sdpa::testing

@@ -1,0 +1,47 @@
+// Runs a tier against the mutant catalog: the correct control on every case, each mutant
+// in tier order until its first kill (a status other than PASS and NOT_SUPPORTED).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "conformance/check_case.hpp"
+#include "tests/conformance/mutants/mutation.hpp"
+
+namespace sdpa::testing {
+
+// One case of a tier, generated or golden, with the family its tier file gives it.
+struct TierCase {
+  std::string id;           // canonical case ID
+  std::string golden_file;  // "" = generated data; else the golden file holding it
+  std::string family;       // family of the tier file (TESTING.md), e.g. "masks"
+};
+
+// The cases of a tier in tier order: generated cases, then each golden file's cases.
+std::vector<TierCase> tier_cases(const std::string& tier);
+
+// What killed one mutant.
+struct Kill {
+  MutationInfo mutant;    // the mutant
+  bool killed = false;    // false: it survived the whole tier
+  std::size_t index = 0;  // position of the killing case in the tier
+  TierCase by;            // the killing case
+  std::string subfamily;  // a golden case's own family attribute ("" for generated cases)
+  CaseOutcome outcome;    // the verdict that killed it
+};
+
+// The control's verdict on every case and the kill of every mutant.
+struct KillRun {
+  std::string tier;                  // tier name
+  std::vector<TierCase> cases;       // the tier's cases, in order
+  std::vector<CaseOutcome> control;  // the correct kernel's verdict per case
+  std::vector<Kill> kills;           // one per catalog entry, in catalog order
+  std::size_t killed() const;        // mutants killed
+  std::string table() const;         // the kill table, one line per mutant
+};
+
+// Runs it. Cases after the last kill are run for the control only.
+KillRun run_kill(const std::string& tier);
+
+}  // namespace sdpa::testing
