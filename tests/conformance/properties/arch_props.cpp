@@ -1,0 +1,114 @@
+// Family "arch" (TESTING.md): every CPU kernel on every SIMD target this machine has,
+// forced one at a time; and the dispatcher's decisions on simulated CPUs: what explain()
+// selects passes, a backend whose supports() said yes never declines or throws at run time,
+// and one that was rejected is NOT_SUPPORTED in the conformance engine with the same
+// reasons. (CUDA descriptors have no kernels in this build; their rules are
+// tests/dispatcher's.)
+#include <algorithm>
+
+#include "dispatcher/dispatcher.hpp"
+#include "kernels/registry.hpp"
+#include "tests/conformance/properties/gen_util.hpp"
+#include "tests/conformance/properties/prop_util.hpp"
+
+namespace sdpa::props {
+namespace {
+
+// Anything the CPU kernels may meet: every dtype, masks, causal, windows, lengths, GQA,
+// dropout, softcap, outputs; `within` restricts to what `b` declares (nullptr: no limit, so
+// that some backends decline).
+Case gen_any_case(const Backend* b) {
+  const Heads h = gen_heads();
+  const DType t =
+      b ? gen_dtype(*b) : one_of<DType>({DType::f32, DType::f16, DType::bf16, DType::f64});
+  Problem p = make_problem(in_range(1, 2), h.q, h.kv, in_range(1, 40), in_range(1, 80),
+                           in_range(1, 48), in_range(1, 48), t);
+  p.causal = one_of<Causal>({Causal::none, Causal::top_left, Causal::bottom_right});
+  p.mask = one_of<MaskKind>({MaskKind::none, MaskKind::boolean, MaskKind::additive});
+  if (p.mask != MaskKind::none) p.mask_broadcast = static_cast<std::uint8_t>(in_range(0, 15));
+  if (coin()) {
+    p.window = {true, in_range(-1, 20), in_range(-1, 20),
+                one_of<Align>({Align::top_left, Align::bottom_right})};
+  }
+  gen_varlen(p, true);
+  if (coin()) p.softcap = one_of<double>({5, 30});
+  if (coin()) {
+    p.dropout_p = one_of<double>({0.1, 0.5});
+    p.dropout_seed = static_cast<std::uint64_t>(in_range(0, 1000));
+  }
+  p.want_lse = !b || b->capabilities().lse_output;
+  p.want_weights = (!b || b->capabilities().weights_output) && in_range(0, 3) == 0;
+  return {p, gen_recipe()};
+}
+
+class Arch : public testing::TestWithParam<Combo> {};
+
+TEST_P(Arch, EveryTargetForcedPasses) {
+  check("any case passes on the forced target", [&] {
+    const Backend& b = *GetParam().backend;
+    require_pass(b, gen_any_case(&b), {0, GetParam().target});
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(All, Arch, testing::ValuesIn(every_backend_and_target()), combo_name);
+
+// The simulated CPUs this machine can run for real: cpu-<target>.
+std::vector<std::string> runnable_cpu_devices() {
+  std::vector<std::string> v;
+  for (const std::string& t : simd_targets()) v.push_back("cpu-" + t);
+  return v;
+}
+
+TEST(ArchDispatch, WhatExplainSelectsPassesAndSupportedNeverDeclines) {
+  check("explain()'s choice passes; yes from supports() is never taken back", [&] {
+    const Case c = gen_any_case(nullptr);
+    const std::string dev_name = one_of(runnable_cpu_devices());
+    const Device dev = *simulated_device(dev_name);
+    const RunOptions opt{0, dev_name.substr(4)};
+    dispatch::Policy policy;
+    policy.require_deterministic = in_range(0, 3) == 0;
+    if (coin()) {
+      std::vector<std::string> enabled;
+      for (const Backend* b : cpu_backends()) {
+        if (coin()) enabled.emplace_back(b->name());
+      }
+      policy.enabled = enabled;
+    }
+    const dispatch::Explanation e = dispatch::explain(c.problem, dev, policy);
+    const std::string where = " on " + dev_name;
+    if (e.outcome == dispatch::Outcome::selected) {
+      const Backend* chosen = find_backend(e.chosen);
+      if (!chosen || chosen->capabilities().device != DeviceKind::cpu) {
+        fail("explain() chose '" + e.chosen + "', not a CPU backend" + where + "\n  " +
+             format_case_id(c));
+      }
+    }
+    for (const dispatch::BackendVerdict& v : e.backends) {
+      const Backend* b = find_backend(v.name);
+      if (!b || b->capabilities().device != DeviceKind::cpu) continue;
+      bool declined = false;
+      if (v.verdict == dispatch::Verdict::rejected) {
+        // Rejected by supports() (not only by the policy's determinism requirement): the
+        // conformance engine must see the same decline.
+        const Support s = b->supports(c.problem, dev);
+        if (s.ok()) continue;
+        const std::string why = judge(*b, c, opt, dev, &declined);
+        if (!declined || !why.empty()) {
+          fail("explain() rejected " + v.name + where + " but check_case did not decline: " + why +
+               "\n  " + repro(*b, c, opt));
+        }
+        continue;
+      }
+      if (v.verdict == dispatch::Verdict::disabled) continue;
+      // chosen, lower_priority or not_preferred: supports() said yes.
+      const std::string why = judge(*b, c, opt, dev, &declined);
+      if (declined || !why.empty()) {
+        fail(v.name + " (" + dispatch::verdict_name(v.verdict) + where + ") said yes and then: " +
+             (declined ? "declined. " : "") + why + "\n  " + repro(*b, c, opt));
+      }
+    }
+  });
+}
+
+}  // namespace
+}  // namespace sdpa::props

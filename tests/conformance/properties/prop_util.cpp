@@ -1,0 +1,126 @@
+#include "tests/conformance/properties/prop_util.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "kernels/cpu/simd_target.hpp"
+#include "kernels/registry.hpp"
+
+namespace sdpa::props {
+namespace {
+
+// The message of the last failing run of the property being checked: after shrinking, the
+// minimal case's (RapidCheck shrinks by rerunning; the last failure is the one it keeps).
+std::string& last_failure() {
+  static thread_local std::string s;
+  return s;
+}
+
+}  // namespace
+
+const Device& this_cpu() {
+  static const Device d = detect_cpu();
+  return d;
+}
+
+std::vector<const Backend*> cpu_backends() {
+  std::vector<const Backend*> v;
+  for (const Backend* b : builtin_backends()) {
+    if (b->capabilities().device == DeviceKind::cpu) v.push_back(b);
+  }
+  return v;
+}
+
+std::vector<std::string> simd_targets() {
+  std::vector<std::string> v;
+  for (cpu::SimdTarget t : cpu::available_simd_targets(this_cpu().cpu)) {
+    v.emplace_back(cpu::simd_target_name(t));
+  }
+  return v;
+}
+
+void PrintTo(const Combo& c, std::ostream* os) {
+  *os << c.backend->name() << " [" << (c.target.empty() ? "default" : c.target) << "]";
+}
+
+std::vector<Combo> every_backend() {
+  std::vector<Combo> v;
+  for (const Backend* b : cpu_backends()) v.push_back({b, ""});
+  return v;
+}
+
+std::vector<Combo> every_backend_and_target() {
+  std::vector<Combo> v;
+  for (const Backend* b : cpu_backends()) {
+    for (const std::string& t : simd_targets()) v.push_back({b, t});
+  }
+  return v;
+}
+
+std::string combo_name(const testing::TestParamInfo<Combo>& info) {
+  std::string n(info.param.backend->name());
+  std::replace(n.begin(), n.end(), '.', '_');
+  return n + "_" + (info.param.target.empty() ? "default" : info.param.target);
+}
+
+std::string repro(const Backend& b, const Case& c, const RunOptions& opt) {
+  std::string r =
+      "sdpa-cts run --backend " + std::string(b.name()) + " --case '" + format_case_id(c) + "'";
+  if (!opt.simd_target.empty()) r += " --simd " + opt.simd_target;
+  if (opt.threads > 0) r += " --threads " + std::to_string(opt.threads);
+  return r;
+}
+
+std::string judge(const Backend& b, const Case& c, const RunOptions& opt, const Device& device,
+                  bool* declined) {
+  const CaseOutcome out = check_case(b, c, device, opt);
+  if (declined) *declined = out.status == Status::not_supported;
+  Support caps;
+  check_capabilities(b.capabilities(), c.problem, device, caps);
+  switch (out.status) {
+    case Status::pass:
+    case Status::quality_warning:
+    case Status::mistrusted:
+      return "";
+    case Status::not_supported:
+      if (!caps.ok()) return "";
+      return std::string(b.name()) + " declined a problem its declared capabilities include (" +
+             out.message + "): " + repro(b, c, opt);
+    default:
+      return std::string(status_name(out.status)) + " " + out.message + "\n  " + repro(b, c, opt);
+  }
+}
+
+void fail(const std::string& message) {
+  last_failure() = message;
+  RC_FAIL(message);
+}
+
+void require_pass(const Backend& b, const Case& c, const RunOptions& opt) {
+  if (std::string why = judge(b, c, opt); !why.empty()) fail(why);
+}
+
+void check_property(const std::string& what, const rc::detail::Property& property, double weight) {
+  const testing::TestInfo* info = testing::UnitTest::GetInstance()->current_test_info();
+  rc::detail::TestMetadata metadata;
+  metadata.id = std::string(info->test_suite_name()) + "/" + info->name() + "/" + what;
+  metadata.description = what;
+  rc::detail::TestParams params = rc::detail::configuration().testParams;
+  params.maxSuccess = std::max(1, static_cast<int>(std::lround(params.maxSuccess * weight)));
+  last_failure().clear();
+  const rc::detail::TestResult result = rc::detail::checkProperty(property, metadata, params);
+  if (!result.template is<rc::detail::SuccessResult>()) {
+    std::ostringstream rc_message;
+    rc::detail::printResultMessage(result, rc_message);
+    ADD_FAILURE() << what << " (RC_PARAMS=\"seed=" << params.seed << "\")\n"
+                  << rc_message.str() << "\nminimal failing case: " << last_failure();
+  }
+}
+
+bool has_dtype(const Backend& b, DType t) {
+  const auto& d = b.capabilities().dtypes;
+  return std::find(d.begin(), d.end(), t) != d.end();
+}
+
+}  // namespace sdpa::props
