@@ -1,5 +1,7 @@
 #include "tests/conformance/mutants/kill_run.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -59,6 +61,16 @@ std::string KillRun::table() const {
   std::ostringstream s;
   s << "tier " << tier << ": " << killed() << " of " << kills.size() << " mutants killed ("
     << cases.size() << " cases)\n";
+  // The control's worst err/tol per passing case (nearest-rank quantiles).
+  std::vector<double> r;
+  for (const auto& o : control)
+    if (o.status == Status::pass) r.push_back(o.worst_ratio);
+  std::sort(r.begin(), r.end());
+  const auto q = [&](double p) {
+    return r.empty() ? 0.0 : r[std::size_t(std::max(0.0, std::ceil(p * double(r.size())) - 1))];
+  };
+  s << "control err/tol over " << r.size() << " passing cases: p50 " << q(0.5) << " p90 " << q(0.9)
+    << " p99 " << q(0.99) << " max " << q(1.0) << "\n";
   for (const auto& k : kills) {
     s << "  " << k.mutant.name << " -> ";
     if (!k.killed) {
