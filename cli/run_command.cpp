@@ -11,6 +11,7 @@
 #include <set>
 
 #include "cli/commands.hpp"
+#include "conformance/case_sampler.hpp"
 #include "conformance/runner.hpp"
 #include "conformance/tier.hpp"
 #include "conformance/tolerance.hpp"
@@ -31,6 +32,8 @@ struct Options {
   std::vector<std::string> golden;
   std::string filter;
   std::uint64_t seed = 0;
+  int sample = 0;             // --sample N: N sampled cases instead of a tier
+  std::int64_t max_work = 0;  // work budget of a sampled case (0 = the sampler's default)
   int jobs = 1;
   int threads = 0;
   std::string simd;
@@ -57,6 +60,17 @@ std::string reseed(const std::string& id, std::uint64_t run_seed) {
   x ^= x >> 29;
   c.data.seed = x % 1000000007ull;
   return format_case_id(c);
+}
+
+// The sampler seed of case i of `--sample N --seed S`: a mix of both, so that runs with
+// different seeds share no case (splitmix64's finaliser; integer arithmetic only).
+std::uint64_t sample_seed(std::uint64_t run_seed, std::uint64_t i) {
+  std::uint64_t x = run_seed * 0x9E3779B97F4A7C15ull + i;
+  x ^= x >> 30;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 27;
+  x *= 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
 }
 
 Device resolve_device(const std::string& name) {
@@ -116,7 +130,20 @@ int run(const Options& opt) {
   if (!opt.cases.empty() && opt.golden.size() > 1) {
     throw std::invalid_argument("--case with --golden takes one golden file");
   }
-  if (!opt.cases.empty()) {
+  if (opt.max_work != 0 && opt.sample == 0) {
+    throw std::invalid_argument("--max-work applies to sampled cases: it needs --sample");
+  }
+  if (opt.sample > 0) {
+    if (!opt.cases.empty() || !opt.golden.empty() || !opt.tier.empty()) {
+      throw std::invalid_argument("--sample cannot be combined with --case, --golden or --tier");
+    }
+    SamplerOptions so;
+    if (opt.max_work > 0) so.max_work = opt.max_work;
+    tier_name = "sample";
+    for (int i = 0; i < opt.sample; ++i) {
+      cases.emplace_back(format_case_id(sample_case(sample_seed(opt.seed, i), so)), "");
+    }
+  } else if (!opt.cases.empty()) {
     for (const auto& id : opt.cases) {
       const std::string canonical = format_case_id(parse_case_id_or_throw(id));
       cases.emplace_back(canonical, opt.golden.empty() ? "" : opt.golden.front());
@@ -135,7 +162,7 @@ int run(const Options& opt) {
       for (const auto& id : file.case_ids()) cases.emplace_back(id, f);
     }
   }
-  if (opt.seed != 0) {
+  if (opt.seed != 0 && opt.sample == 0) {
     for (auto& [id, file] : cases) {
       if (file.empty()) id = reseed(id, opt.seed);
     }
@@ -225,7 +252,17 @@ std::function<int()> add_run_command(CLI::App& app) {
   cmd->add_option("--golden", opt->golden,
                   "Golden HDF5 file: run its cases (with --case: that case)");
   cmd->add_option("--filter", opt->filter, "Keep cases whose ID matches this regular expression");
-  cmd->add_option("--seed", opt->seed, "Re-seed the data of generated cases (0 = as written)");
+  cmd->add_option("--seed", opt->seed,
+                  "Re-seed the data of generated cases (0 = as written); with --sample, the "
+                  "sampler's seed (default 0)");
+  cmd->add_option("--sample", opt->sample,
+                  "Run N cases drawn by the problem sampler (every family, every generator) "
+                  "instead of a tier")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-work", opt->max_work,
+                  "Work budget of a sampled case, B*Hq*L*S*max(Dqk,Dv) (default " +
+                      std::to_string(SamplerOptions{}.max_work) + ")")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--jobs", opt->jobs, "Worker processes at once")->check(CLI::PositiveNumber);
   cmd->add_option("--threads", opt->threads, "OpenMP threads per backend run (0 = default)")
       ->check(CLI::NonNegativeNumber);

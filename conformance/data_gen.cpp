@@ -22,10 +22,10 @@ enum class Kind {
   large_logits,     // logits |s| ~ 1e4 (one-hot softmax)
   logits_88,        // each row's logits all near +88 or all near -88
   negative_logits,  // every logit ~ -1e4 .. -5e4: LSE far below -88
-  v_near_max,       // |V| in [max/3, 2 max/3) of the element type, random signs
+  v_near_max,       // |V| in [max/3, 2 max/3) (1 - p) of the element type, random signs
   neg_inf_blocks,   // runs of masked keys in the mask tensor, fully masked rows
   nan_beyond,       // NaN in every input element beyond the valid lengths
-  denormals,        // V in the element type's subnormal range
+  denormals,        // |V| in [1/2, 3/4) of the smallest normal, random signs; small Q and K
 };
 
 struct Generator {
@@ -133,11 +133,11 @@ Params make_params(const Problem& p, Kind kind, std::uint64_t seed) {
     case Kind::negative_logits:
       prm.qk_amp = amplitude(3e4, scale * 2.25 * d, p.dtype);
       break;
-    case Kind::v_near_max:
-      prm.v_amp = dtype_max(p.dtype) / 3;
+    case Kind::v_near_max:  // times (1 - p): the exact output stays below the maximum
+      prm.v_amp = dtype_max(p.dtype) / 3 * (1 - p.dropout_p);
       break;
-    case Kind::denormals:  // |x| < 3.47 < 4: every value below the smallest normal
-      prm.v_amp = min_normal(p.dtype) / 4;
+    case Kind::denormals:
+      prm.v_amp = min_normal(p.dtype);
       break;
     default:
       break;
@@ -165,8 +165,9 @@ double element_value(const Params& prm, TensorId t, std::uint64_t linear, std::u
     case Kind::v_near_max:
       if (t != TensorId::v) return approx_normal(w);
       return ((w2[0] & 1u) ? -1.0 : 1.0) * prm.v_amp * (1.0 + uniform53(w));
-    case Kind::denormals:
-      return t == TensorId::v ? prm.v_amp * approx_normal(w) : approx_normal(w);
+    case Kind::denormals:  // |V| in [1/2, 3/4) of the smallest normal; small logits
+      if (t != TensorId::v) return 0x1p-6 * approx_normal(w);
+      return ((w2[0] & 1u) ? -1.0 : 1.0) * prm.v_amp * (0.5 + 0.25 * uniform53(w));
     default:
       return plain_value(prm.kind, w, w2);
   }
@@ -232,7 +233,9 @@ GuardedBuffer make_mask(const Problem& p, const Params& prm) {
     const PhiloxCounter w = draw(prm.seed, TensorId::mask, static_cast<std::uint64_t>(off), 0);
     const PhiloxCounter w2 = draw(prm.seed, TensorId::mask, static_cast<std::uint64_t>(off), 1);
     const bool neg_inf = blocks ? masked(j, off) : (w2[1] & 7u) == 0;
-    const double x = neg_inf ? -kInf : 2.0 * plain_value(base, w, w2);
+    // Denormals keep the mask's finite entries small too (P near uniform on the keys).
+    const double amp = prm.kind == Kind::denormals ? 0x1p-6 : 2.0;
+    const double x = neg_inf ? -kInf : amp * plain_value(base, w, w2);
     store_from_double(p.dtype, buf.data(), off, x);
   });
   return buf;
