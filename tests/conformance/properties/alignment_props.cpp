@@ -32,7 +32,7 @@ TEST_P(Alignment, HeadDimsOneTo256) {
 TEST_P(Alignment, GapsAndBaseOffsets) {
   check("bhsd / bshd with gaps and base offsets pass", [&] {
     const Heads h = gen_heads();
-    Problem p = make_problem(in_range(1, 2), h.q, h.kv, in_range(1, 40), in_range(1, 70),
+    Problem p = make_problem(in_range(1, 2), h.q, h.kv, in_range(1, 24), in_range(1, 48),
                              in_range(1, 40), in_range(1, 40), gen_dtype(backend()));
     p.mask = one_of<MaskKind>({MaskKind::none, MaskKind::additive});
     gen_varlen(p, true);

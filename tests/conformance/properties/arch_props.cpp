@@ -21,8 +21,8 @@ Case gen_any_case(const Backend* b) {
   const Heads h = gen_heads();
   const DType t =
       b ? gen_dtype(*b) : one_of<DType>({DType::f32, DType::f16, DType::bf16, DType::f64});
-  Problem p = make_problem(in_range(1, 2), h.q, h.kv, in_range(1, 40), in_range(1, 80),
-                           in_range(1, 48), in_range(1, 48), t);
+  Problem p = make_problem(in_range(1, 2), h.q, h.kv, in_range(1, 24), in_range(1, 48),
+                           in_range(1, 32), in_range(1, 32), t);
   p.causal = one_of<Causal>({Causal::none, Causal::top_left, Causal::bottom_right});
   p.mask = one_of<MaskKind>({MaskKind::none, MaskKind::boolean, MaskKind::additive});
   if (p.mask != MaskKind::none) p.mask_broadcast = static_cast<std::uint8_t>(in_range(0, 15));

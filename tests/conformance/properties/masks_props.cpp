@@ -55,7 +55,15 @@ Case gen_masked_case(const Backend& b) {
   if (coin()) p.softcap = one_of<double>({2, 20});
   p.want_lse = b.capabilities().lse_output;
   p.want_weights = b.capabilities().weights_output && coin();
-  return {p, gen_recipe()};
+  DataRecipe r = gen_recipe();
+  // Adversarial data where it applies: NaN in every element beyond the valid lengths (which
+  // must not reach the output), runs of masked keys and fully masked rows in the mask.
+  if (!p.seqlens_kv.empty() && !p.packed && coin()) {
+    r.generator = "nan_beyond";
+  } else if (p.mask != MaskKind::none && coin()) {
+    r.generator = "neg_inf_blocks";
+  }
+  return {p, r};
 }
 
 TEST_P(Masks, AnyCombinationPasses) {
@@ -71,7 +79,7 @@ TEST_P(Masks, FullyMaskedRowsAreZeroWithLseMinusInfinity) {
     const std::int64_t S = in_range(1, 40);
     Problem p = make_problem(in_range(1, 3), h.q, h.kv, in_range(1, 20), S, in_range(1, 24),
                              in_range(1, 24), gen_dtype(backend()));
-    const int source = static_cast<int>(in_range(0, 5));
+    const int source = static_cast<int>(in_range(0, 6));
     switch (source) {
       case 0:  // S_b = 0 for the first batch element (padded or packed)
         for (std::int64_t b = 0; b < p.batch; ++b) {
@@ -97,11 +105,17 @@ TEST_P(Masks, FullyMaskedRowsAreZeroWithLseMinusInfinity) {
         apply_layout(p, LayoutKind::bhsd, 0, 0);
         p.window = {true, 0, in_range(-1, 2), Align::top_left};
         break;
-      default:  // a mask tensor broadcast along keys: whole rows masked (bool 0 or add -inf)
+      case 4:  // a mask tensor broadcast along keys: whole rows masked (bool 0 or add -inf)
+      case 5:
         p.mask = source == 4 ? MaskKind::boolean : MaskKind::additive;
         p.mask_broadcast = kBroadcastS | (coin() ? kBroadcastB : 0);
+        break;
+      default:  // the neg_inf_blocks generator: runs of masked keys, some rows fully masked
+        p.mask = coin() ? MaskKind::boolean : MaskKind::additive;
     }
-    const Case c{p, gen_recipe()};
+    DataRecipe r = gen_recipe();
+    if (source == 6) r.generator = "neg_inf_blocks";
+    const Case c{p, r};
     const InputBuffers in = make_inputs(c);
     Outputs out;
     if (std::string why = run_kernel(backend(), p, in, options(), &out); !why.empty()) {

@@ -28,7 +28,7 @@ struct Options {
 
 Case gen_case(const Backend& b, const Options& o) {
   const Heads h = gen_heads();
-  Problem p = make_problem(in_range(1, 3), h.q, h.kv, in_range(1, 24), in_range(1, 40),
+  Problem p = make_problem(in_range(1, 3), h.q, h.kv, in_range(1, 16), in_range(1, 32),
                            in_range(1, 24), in_range(1, 24), gen_dtype(b));
   if (o.structural) {
     p.causal = one_of<Causal>({Causal::none, Causal::top_left, Causal::bottom_right});
