@@ -263,7 +263,7 @@ std::int64_t draw_seqlen(Draws& d, std::int64_t max) {
 
 std::int64_t draw_window_bound(Draws& d, std::int64_t s) {
   const std::array<std::int64_t, 7> kEdges = {-1, 0, 1, s - 2, s - 1, s, d.below(s + 1)};
-  return std::max<std::int64_t>(-1, d.pick(kEdges));
+  return d.pick(kEdges);  // s >= 1: every entry is >= -1
 }
 
 }  // namespace

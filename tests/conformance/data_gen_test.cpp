@@ -201,6 +201,15 @@ TEST(DataGenAdversarial, VNearMaxIsAroundHalfTheMaximumWithBothSigns) {
     EXPECT_LT(negative, 3 * n / 4) << dt;
     EXPECT_LT(std::fabs(at(in.q, c.problem.dtype, 0, 0, 0, 0)), 3.47) << dt << ": Q is normal";
   }
+  // With dropout, V is scaled by 1 - p: the exact output sum_j P_j V_j / (1 - p) stays
+  // representable.
+  const Case c = parse_case_id_or_throw("b1.hq1.l4.s33.dqk8.f16.p0.75.seed4.gen=v_near_max");
+  const InputBuffers in = make_inputs(c);
+  for (std::int64_t j = 0; j < 33; ++j) {
+    const double x = std::fabs(at(in.v, DType::f16, 0, 0, j, 0));
+    EXPECT_GE(x, 65504.0 / 3 * 0.25 * (1 - 1e-2));
+    EXPECT_LE(x, 65504.0 * 2 / 3 * 0.25 * (1 + 1e-2));
+  }
 }
 
 TEST(DataGenAdversarial, DenormalsPutEveryVValueInTheUpperSubnormalRange) {
@@ -255,6 +264,26 @@ TEST(DataGenAdversarial, NegInfBlocksMaskRunsOfKeysAndWholeRows) {
   EXPECT_GT(full_rows, 0);
   EXPECT_GT(mixed_rows, 64);
   EXPECT_GT(long_runs, 32);
+}
+
+TEST(DataGenAdversarial, NegInfBlocksMaskAboutOneRowInEight) {
+  // With S = 256 a row's blocks are rarely all masked by chance: the full rows are the
+  // rows drawn fully masked (probability 1/8).
+  const Case c =
+      parse_case_id_or_throw("b2.hq2.l64.s256.dqk8.f16.mask=add.seed6.gen=neg_inf_blocks");
+  const InputBuffers in = make_inputs(c);
+  int full_rows = 0;
+  for (std::int64_t b = 0; b < 2; ++b)
+    for (std::int64_t h = 0; h < 2; ++h)
+      for (std::int64_t i = 0; i < 64; ++i) {
+        bool all = true;
+        for (std::int64_t j = 0; j < 256 && all; ++j) {
+          all = at(*in.mask, DType::f16, b, h, i, j) == -INFINITY;
+        }
+        full_rows += all;
+      }
+  EXPECT_GT(full_rows, 256 / 8 / 2);
+  EXPECT_LT(full_rows, 256 / 8 * 2);
 }
 
 // Expects NaN in exactly the elements beyond the valid lengths of Q, K, V and the mask.
