@@ -80,11 +80,15 @@ std::string KillRun::table() const {
     s << "#" << k.index << " " << k.by.id << " -> " << k.by.family
       << (k.subfamily.empty() ? "" : "/" + k.subfamily) << " (" << status_name(k.outcome.status)
       << ": " << k.outcome.message.substr(0, 100) << ")\n";
+    if (k.killers.empty()) continue;
+    s << "    killed by";
+    for (const auto& [family, n] : k.killers) s << " " << family << ":" << n;
+    s << "\n";
   }
   return s.str();
 }
 
-KillRun run_kill(const std::string& tier) {
+KillRun run_kill(const std::string& tier, bool every_kill) {
   KillRun run;
   run.tier = tier;
   run.cases = tier_cases(tier);
@@ -103,9 +107,11 @@ KillRun run_kill(const std::string& tier) {
     run.control.push_back(judge(control, c, &subfamily));
     for (std::size_t m = 0; m < mutants.size(); ++m) {
       Kill& k = run.kills[m];
-      if (k.killed) continue;
+      if (k.killed && !every_kill) continue;
       CaseOutcome o = judge(*mutants[m], c, nullptr);
       if (survives(o.status)) continue;
+      ++k.killers[c.family + (subfamily.empty() ? "" : "/" + subfamily)];
+      if (k.killed) continue;
       k.killed = true;
       k.index = i;
       k.by = c;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,8 @@ struct Kill {
   TierCase by;            // the killing case
   std::string subfamily;  // a golden case's own family attribute ("" for generated cases)
   CaseOutcome outcome;    // the verdict that killed it
+  // With every_kill: how many cases of each family kill it (golden cases as "golden/<own>").
+  std::map<std::string, std::size_t> killers;
 };
 
 // The control's verdict on every case and the kill of every mutant.
@@ -41,7 +44,9 @@ struct KillRun {
   std::string table() const;         // the kill table, one line per mutant
 };
 
-// Runs it. Cases after the last kill are run for the control only.
-KillRun run_kill(const std::string& tier);
+// Runs it. Cases after the last kill are run for the control only; with every_kill, every
+// mutant runs every case and Kill::killers counts the killing cases per family (slow: the
+// whole tier once per mutant; for the docs, not for CI).
+KillRun run_kill(const std::string& tier, bool every_kill = false);
 
 }  // namespace sdpa::testing
