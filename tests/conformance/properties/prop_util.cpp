@@ -7,6 +7,13 @@
 #include "kernels/cpu/simd_target.hpp"
 #include "kernels/registry.hpp"
 
+#ifdef SDPA_PROPS_MUTANTS
+#include <cstdlib>
+#include <stdexcept>
+
+#include "tests/conformance/mutants/mutant_backend.hpp"
+#endif
+
 namespace sdpa::props {
 namespace {
 
@@ -24,7 +31,28 @@ const Device& this_cpu() {
   return d;
 }
 
+#ifdef SDPA_PROPS_MUTANTS
+// The mutant build (conformance_property_mutants): every property runs against one backend
+// of the mutant catalog, named by SDPA_PROPS_MUTANT (a catalog name, or "control" for the
+// correct kernel, the default), to measure which families kill which bug.
+const Backend& mutant() {
+  static const ::sdpa::testing::MutantBackend b = [] {
+    const char* env = std::getenv("SDPA_PROPS_MUTANT");
+    const std::string name = env ? env : "control";
+    if (name == "control") return ::sdpa::testing::MutantBackend(::sdpa::testing::Mutation::none);
+    for (const auto& m : ::sdpa::testing::mutation_catalog()) {
+      if (m.name == name) return ::sdpa::testing::MutantBackend(m.mutation);
+    }
+    throw std::invalid_argument("SDPA_PROPS_MUTANT: unknown mutant '" + name + "'");
+  }();
+  return b;
+}
+#endif
+
 std::vector<const Backend*> cpu_backends() {
+#ifdef SDPA_PROPS_MUTANTS
+  return {&mutant()};
+#endif
   std::vector<const Backend*> v;
   for (const Backend* b : builtin_backends()) {
     if (b->capabilities().device == DeviceKind::cpu) v.push_back(b);
@@ -51,6 +79,9 @@ std::vector<Combo> every_backend() {
 }
 
 std::vector<Combo> every_backend_and_target() {
+#ifdef SDPA_PROPS_MUTANTS
+  return every_backend();  // the mutant kernel has no SIMD targets
+#endif
   std::vector<Combo> v;
   for (const Backend* b : cpu_backends()) {
     for (const std::string& t : simd_targets()) v.push_back({b, t});
@@ -58,7 +89,7 @@ std::vector<Combo> every_backend_and_target() {
   return v;
 }
 
-std::string combo_name(const testing::TestParamInfo<Combo>& info) {
+std::string combo_name(const ::testing::TestParamInfo<Combo>& info) {
   std::string n(info.param.backend->name());
   std::replace(n.begin(), n.end(), '.', '_');
   return n + "_" + (info.param.target.empty() ? "default" : info.param.target);
@@ -102,7 +133,7 @@ void require_pass(const Backend& b, const Case& c, const RunOptions& opt) {
 }
 
 void check_property(const std::string& what, const rc::detail::Property& property, double weight) {
-  const testing::TestInfo* info = testing::UnitTest::GetInstance()->current_test_info();
+  const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
   rc::detail::TestMetadata metadata;
   metadata.id = std::string(info->test_suite_name()) + "/" + info->name() + "/" + what;
   metadata.description = what;

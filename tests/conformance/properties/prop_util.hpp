@@ -40,7 +40,7 @@ void PrintTo(const Combo& c, std::ostream* os);
 std::vector<Combo> every_backend();
 std::vector<Combo> every_backend_and_target();
 // GoogleTest parameter name, e.g. "cpu_flash_avx2" or "cpu_math_default".
-std::string combo_name(const testing::TestParamInfo<Combo>& info);
+std::string combo_name(const ::testing::TestParamInfo<Combo>& info);
 
 // The command that reruns one case: sdpa-cts run --backend B --case 'ID' [--simd T]
 // [--threads N].
