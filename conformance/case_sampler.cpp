@@ -4,7 +4,6 @@
 #include <array>
 #include <stdexcept>
 
-#include "conformance/data_gen.hpp"
 #include "core/philox.hpp"
 
 namespace sdpa {
