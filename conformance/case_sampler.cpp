@@ -18,8 +18,8 @@ constexpr std::array<double, 6> kDropouts = {0, 0.1, 0.25, 0.5, 0.9, 0.999};
 constexpr std::int64_t kMaxBatch = 64;
 constexpr std::int64_t kMaxHeadsKv = 64;
 constexpr std::int64_t kMaxGroup = 16;
-constexpr std::int64_t kMaxLen = std::int64_t(1) << 20;
-constexpr std::int64_t kMaxDim = 512;
+constexpr std::int64_t kMaxLen = kSamplerMaxLen;
+constexpr std::int64_t kMaxDim = kSamplerMaxDim;
 constexpr std::int64_t kMaxGapOffset = 16;
 
 std::int64_t clamp(std::int64_t x, std::int64_t lo, std::int64_t hi) {
@@ -126,7 +126,7 @@ Shape make_shape(const CaseChoices& c, const SamplerOptions& o, ModelPreset pres
       s.group = o.gqa ? 4 : 1;
       s.dqk = s.dv = 128;
       s.len_q = 1;
-      s.len_kv = std::max(s.len_kv, 16 * o.max_len);  // a long KV cache
+      s.len_kv = std::max(s.len_kv, 16 * std::min(o.max_len, kMaxLen));  // a long KV cache
       break;
   }
   fit_budget(s, o.max_work, preset != ModelPreset::none);
@@ -347,10 +347,12 @@ CaseChoices draw_choices(std::uint64_t seed, const SamplerOptions& o) {
   c.batch = d.chance(50) ? 1 : 1 + d.below(4);
   c.heads_kv = 1 + d.below(4);
   c.group = d.pick(std::array<std::int64_t, 5>{1, 1, 2, 4, 8});
-  c.len_q = d.chance(15) ? 1 : draw_len(d, o.max_len);  // decode-like L = 1 often
-  c.len_kv = draw_len(d, o.max_len);
-  c.head_dim_qk = draw_dim(d, o.max_head_dim);
-  c.head_dim_v = d.chance(25) ? draw_dim(d, o.max_head_dim) : 0;
+  const std::int64_t max_len = std::min(o.max_len, kMaxLen);
+  const std::int64_t max_dim = std::min(o.max_head_dim, kMaxDim);
+  c.len_q = d.chance(15) ? 1 : draw_len(d, max_len);  // decode-like L = 1 often
+  c.len_kv = draw_len(d, max_len);
+  c.head_dim_qk = draw_dim(d, max_dim);
+  c.head_dim_v = d.chance(25) ? draw_dim(d, max_dim) : 0;
   c.dtype = static_cast<int>(d.below(static_cast<std::int64_t>(o.dtypes.size())));
   c.preset = d.chance(15) ? 1 + static_cast<int>(d.below(kModelPresetCount - 1)) : 0;
   c.causal = d.chance(35) ? 1 + static_cast<int>(d.below(2)) : 0;

@@ -35,26 +35,31 @@ inline constexpr int kModelPresetCount = 5;
 // Lower-case name of a preset ("llama", ...); "none" for ModelPreset::none.
 const char* model_preset_name(ModelPreset p);
 
+// Upper limits of the sampler's sizes: larger options and choices are clamped to these.
+inline constexpr std::int64_t kSamplerMaxLen = std::int64_t(1) << 20;  // L and S
+inline constexpr std::int64_t kSamplerMaxDim = 512;                    // Dqk and Dv
+
 // What the sampler may draw. Every family is on by default; switch one off to keep it out.
 struct SamplerOptions {
   std::vector<DType> dtypes = {DType::f32, DType::f16, DType::bf16, DType::f64};  // element types
   std::int64_t max_work = std::int64_t(1) << 21;  // budget: B*Hq*L*S*max(Dqk, Dv) at most this
-  std::int64_t max_len = 300;                     // largest L and S drawn (before the budget)
-  std::int64_t max_head_dim = 256;  // largest Dqk and Dv drawn (presets may exceed it)
-  bool masks = true;                // boolean / additive mask tensors, with broadcasts
-  bool causal_window = true;        // causal masks (TL, BR) and sliding windows
-  bool gqa = true;                  // Hkv < Hq (grouped-query and multi-query attention)
-  bool varlen_padded = true;        // per-batch valid lengths in the padded layout
-  bool varlen_packed = true;        // packed variable lengths (cu_seqlens)
-  bool dropout = true;              // dropout p > 0 with a dropout seed and offset
-  bool softcap = true;              // logit softcapping
-  bool custom_scale = true;         // an explicit logit scale (negative and tiny included)
-  bool different_v_dim = true;      // Dv != Dqk
-  bool layouts = true;              // lay=bshd, row gaps, base offsets
-  bool lse_output = true;           // also request the LSE
-  bool weights_output = true;       // also request the attention weights
-  bool adversarial_data = true;     // adversarial data generators (docs/CASE_ID.md)
-  bool model_shapes = true;         // real-model shape presets (ModelPreset)
+  std::int64_t max_len = 300;  // largest L and S drawn, before the budget (at most kSamplerMaxLen)
+  std::int64_t max_head_dim =
+      256;            // largest Dqk and Dv drawn (at most kSamplerMaxDim; presets may exceed it)
+  bool masks = true;  // boolean / additive mask tensors, with broadcasts
+  bool causal_window = true;     // causal masks (TL, BR) and sliding windows
+  bool gqa = true;               // Hkv < Hq (grouped-query and multi-query attention)
+  bool varlen_padded = true;     // per-batch valid lengths in the padded layout
+  bool varlen_packed = true;     // packed variable lengths (cu_seqlens)
+  bool dropout = true;           // dropout p > 0 with a dropout seed and offset
+  bool softcap = true;           // logit softcapping
+  bool custom_scale = true;      // an explicit logit scale (negative and tiny included)
+  bool different_v_dim = true;   // Dv != Dqk
+  bool layouts = true;           // lay=bshd, row gaps, base offsets
+  bool lse_output = true;        // also request the LSE
+  bool weights_output = true;    // also request the attention weights
+  bool adversarial_data = true;  // adversarial data generators (docs/CASE_ID.md)
+  bool model_shapes = true;      // real-model shape presets (ModelPreset)
 };
 
 // Raw draws of one case. build_case() accepts any values: out-of-range ones are clamped,

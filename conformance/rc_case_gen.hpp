@@ -62,10 +62,12 @@ inline rc::Gen<CaseChoices> gen_case_choices(const SamplerOptions& options) {
     c.batch = *dim(4);
     c.heads_kv = *dim(4);
     c.group = *dim(4);
-    c.len_q = *dim(options.max_len);
-    c.len_kv = *dim(options.max_len);
-    c.head_dim_qk = *dim(options.max_head_dim);
-    c.head_dim_v = *choice(25, static_cast<int>(options.max_head_dim) + 1);
+    const std::int64_t max_len = std::min(options.max_len, kSamplerMaxLen);
+    const std::int64_t max_dim = std::min(options.max_head_dim, kSamplerMaxDim);
+    c.len_q = *dim(max_len);
+    c.len_kv = *dim(max_len);
+    c.head_dim_qk = *dim(max_dim);
+    c.head_dim_v = *choice(25, static_cast<int>(max_dim) + 1);
     c.dtype = *rc::gen::inRange<int>(0, static_cast<int>(options.dtypes.size()));
     c.preset = *choice(10, kModelPresetCount);
     // Families, each off unless drawn on. Every field is drawn whether or not its family is

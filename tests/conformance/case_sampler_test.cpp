@@ -191,6 +191,18 @@ TEST(CaseSampler, BadOptionsAreClearErrors) {
   EXPECT_THROW(sample_case(1, o), std::invalid_argument);
 }
 
+TEST(CaseSampler, HugeSizeOptionsAreClampedToTheSamplerLimits) {
+  SamplerOptions o;
+  o.max_len = o.max_head_dim = std::numeric_limits<std::int64_t>::max();
+  o.max_work = std::numeric_limits<std::int64_t>::max();
+  for (std::uint64_t seed = 0; seed < 300; ++seed) {
+    const Case c = sample_case(seed, o);
+    expect_legal(c, o);
+    EXPECT_LE(std::max(c.problem.len_q, c.problem.len_kv), 16 * kSamplerMaxLen);
+    EXPECT_LE(c.problem.head_dim_qk, kSamplerMaxDim);
+  }
+}
+
 // build_case accepts any choices, however wild, and returns a valid case.
 RC_GTEST_PROP(CaseSampler, BuildCaseMakesAnyChoicesValid, ()) {
   CaseChoices c;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 
 #include "conformance/data_gen.hpp"
 
@@ -85,6 +86,18 @@ TEST(RcCaseGen, RapidCheckReportsTheShrunkCaseById) {
   result.match(failure);
   ASSERT_EQ(failure.counterExample.size(), 1u);
   EXPECT_EQ(failure.counterExample[0].second, "b1.hq1.hkv1.l5.s1.dqk1.dv1.f32.seed0.gen=normal");
+}
+
+TEST(RcCaseGen, HugeSizeOptionsAreClamped) {
+  SamplerOptions o;
+  o.max_len = o.max_head_dim = std::numeric_limits<std::int64_t>::max();
+  o.max_work = std::int64_t(1) << 16;
+  const rc::Gen<Case> gen = gen_case(o);
+  for (std::uint64_t seed = 0; seed < 50; ++seed) {
+    const Case c = gen(rc::Random(seed), 100).value();
+    EXPECT_EQ(validate(c.problem), "") << format_case_id(c);
+    EXPECT_LE(problem_work(c.problem), o.max_work) << format_case_id(c);
+  }
 }
 
 TEST(RcCaseGen, OptionsRestrictTheGeneratedCases) {
