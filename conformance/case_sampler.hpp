@@ -41,25 +41,42 @@ inline constexpr std::int64_t kSamplerMaxDim = 512;                    // Dqk an
 
 // What the sampler may draw. Every family is on by default; switch one off to keep it out.
 struct SamplerOptions {
-  std::vector<DType> dtypes = {DType::f32, DType::f16, DType::bf16, DType::f64};  // element types
-  std::int64_t max_work = std::int64_t(1) << 21;  // budget: B*Hq*L*S*max(Dqk, Dv) at most this
-  std::int64_t max_len = 300;  // largest L and S drawn, before the budget (at most kSamplerMaxLen)
-  std::int64_t max_head_dim =
-      256;            // largest Dqk and Dv drawn (at most kSamplerMaxDim; presets may exceed it)
-  bool masks = true;  // boolean / additive mask tensors, with broadcasts
-  bool causal_window = true;     // causal masks (TL, BR) and sliding windows
-  bool gqa = true;               // Hkv < Hq (grouped-query and multi-query attention)
-  bool varlen_padded = true;     // per-batch valid lengths in the padded layout
-  bool varlen_packed = true;     // packed variable lengths (cu_seqlens)
-  bool dropout = true;           // dropout p > 0 with a dropout seed and offset
-  bool softcap = true;           // logit softcapping
-  bool custom_scale = true;      // an explicit logit scale (negative and tiny included)
-  bool different_v_dim = true;   // Dv != Dqk
-  bool layouts = true;           // lay=bshd, row gaps, base offsets
-  bool lse_output = true;        // also request the LSE
-  bool weights_output = true;    // also request the attention weights
-  bool adversarial_data = true;  // adversarial data generators (docs/CASE_ID.md)
-  bool model_shapes = true;      // real-model shape presets (ModelPreset)
+  // Element types to draw from.
+  std::vector<DType> dtypes = {DType::f32, DType::f16, DType::bf16, DType::f64};
+  // Budget: every case has B*Hq*L*S*max(Dqk, Dv) at most this.
+  std::int64_t max_work = std::int64_t(1) << 21;
+  // Largest L and S drawn, before the budget (at most kSamplerMaxLen).
+  std::int64_t max_len = 300;
+  // Largest Dqk and Dv drawn (at most kSamplerMaxDim; presets may exceed it).
+  std::int64_t max_head_dim = 256;
+  // Boolean / additive mask tensors, with broadcasts.
+  bool masks = true;
+  // Causal masks (TL, BR) and sliding windows.
+  bool causal_window = true;
+  // Hkv < Hq (grouped-query and multi-query attention).
+  bool gqa = true;
+  // Per-batch valid lengths in the padded layout.
+  bool varlen_padded = true;
+  // Packed variable lengths (cu_seqlens).
+  bool varlen_packed = true;
+  // Dropout p > 0 with a dropout seed and offset.
+  bool dropout = true;
+  // Logit softcapping.
+  bool softcap = true;
+  // An explicit logit scale (negative and tiny included).
+  bool custom_scale = true;
+  // Dv != Dqk.
+  bool different_v_dim = true;
+  // lay=bshd, row gaps, base offsets.
+  bool layouts = true;
+  // Also request the LSE.
+  bool lse_output = true;
+  // Also request the attention weights.
+  bool weights_output = true;
+  // Adversarial data generators (docs/CASE_ID.md).
+  bool adversarial_data = true;
+  // Real-model shape presets (ModelPreset).
+  bool model_shapes = true;
 };
 
 // Raw draws of one case. build_case() accepts any values: out-of-range ones are clamped,
