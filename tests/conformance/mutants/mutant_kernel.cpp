@@ -1,6 +1,7 @@
 #include "tests/conformance/mutants/mutant_kernel.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <numbers>
