@@ -94,6 +94,10 @@ TEST(CaseSampler, EveryFamilyAppears) {
   for (const auto& g : data_generator_names()) {
     if (g != "zeros") EXPECT_TRUE(seen.count("gen=" + g)) << g;  // zeros is never sampled
   }
+  // Every model-shape preset is drawn.
+  std::set<int> presets;
+  for (std::uint64_t seed = 0; seed < 3000; ++seed) presets.insert(draw_choices(seed, o).preset);
+  EXPECT_EQ(presets.size(), static_cast<std::size_t>(kModelPresetCount));
 }
 
 TEST(CaseSampler, FamiliesSwitchedOffNeverAppear) {
