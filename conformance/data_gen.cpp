@@ -101,10 +101,10 @@ double min_normal(DType t) {
 // (correctly rounded in IEEE 754, so the same on every machine).
 struct Params {
   Kind kind = Kind::normal;
-  double qk_amp = 1;   // amplitude of Q and K (logit generators)
-  double k_sign = 1;   // sign of K: the sign of the scale, so that scale * q.k has Q's sign
-  double v_amp = 1;    // amplitude of V (v_near_max, denormals)
-  std::uint64_t seed;  // data seed
+  double qk_amp = 1;       // amplitude of Q and K (logit generators)
+  double k_sign = 1;       // sign of K: the sign of the scale, so that scale * q.k has Q's sign
+  double v_amp = 1;        // amplitude of V (v_near_max, denormals)
+  std::uint64_t seed = 0;  // data seed
 };
 
 // The amplitude a of Q and K for logits of magnitude `target` when
