@@ -1,9 +1,10 @@
 // Family "arch" (TESTING.md): every CPU kernel on every SIMD target this machine has,
-// forced one at a time; and the dispatcher's decisions on simulated CPUs: what explain()
-// selects passes, a backend whose supports() said yes never declines or throws at run time,
-// and one that was rejected is NOT_SUPPORTED in the conformance engine with the same
-// reasons. (CUDA descriptors have no kernels in this build; their rules are
-// tests/dispatcher's.)
+// forced one at a time; and the dispatcher's decisions on simulated devices (the CPUs this
+// machine can run, cpu-<target>, and the simulated GPUs sm50 ... sm121): explain() chooses a
+// backend of the device's kind, what it selects on a CPU passes, a CPU backend whose
+// supports() said yes never declines, throws or fails at run time, and one that was rejected
+// (every CPU backend on a GPU) is NOT_SUPPORTED in the conformance engine too. The CUDA
+// descriptors have no kernels in this build; their rules are tests/dispatcher's.
 #include <algorithm>
 
 #include "dispatcher/dispatcher.hpp"
@@ -52,24 +53,27 @@ TEST_P(Arch, EveryTargetForcedPasses) {
 
 INSTANTIATE_TEST_SUITE_P(All, Arch, testing::ValuesIn(every_backend_and_target()), combo_name);
 
-// The simulated CPUs this machine can run for real: cpu-<target>.
-std::vector<std::string> runnable_cpu_devices() {
+// The simulated CPUs this machine can run for real (cpu-<target>), then the simulated GPUs.
+std::vector<std::string> simulated_devices() {
   std::vector<std::string> v;
   for (const std::string& t : simd_targets()) v.push_back("cpu-" + t);
+  for (const std::string& n : simulated_device_names()) {
+    if (n.rfind("sm", 0) == 0) v.push_back(n);
+  }
   return v;
 }
 
 TEST(ArchDispatch, WhatExplainSelectsPassesAndSupportedNeverDeclines) {
   check("explain()'s choice passes; yes from supports() is never taken back", [&] {
     const Case c = gen_any_case(nullptr);
-    const std::string dev_name = one_of(runnable_cpu_devices());
+    const std::string dev_name = one_of(simulated_devices());
     const Device dev = *simulated_device(dev_name);
-    const RunOptions opt{0, dev_name.substr(4)};
+    const RunOptions opt{0, dev.kind == DeviceKind::cpu ? dev_name.substr(4) : ""};
     dispatch::Policy policy;
     policy.require_deterministic = in_range(0, 3) == 0;
     if (coin()) {
       std::vector<std::string> enabled;
-      for (const Backend* b : cpu_backends()) {
+      for (const Backend* b : builtin_backends()) {
         if (coin()) enabled.emplace_back(b->name());
       }
       policy.enabled = enabled;
@@ -78,9 +82,9 @@ TEST(ArchDispatch, WhatExplainSelectsPassesAndSupportedNeverDeclines) {
     const std::string where = " on " + dev_name;
     if (e.outcome == dispatch::Outcome::selected) {
       const Backend* chosen = find_backend(e.chosen);
-      if (!chosen || chosen->capabilities().device != DeviceKind::cpu) {
-        fail("explain() chose '" + e.chosen + "', not a CPU backend" + where + "\n  " +
-             format_case_id(c));
+      if (!chosen || chosen->capabilities().device != dev.kind) {
+        fail("explain() chose '" + e.chosen + "', not a backend of the device's kind" + where +
+             "\n  " + format_case_id(c));
       }
     }
     for (const dispatch::BackendVerdict& v : e.backends) {
