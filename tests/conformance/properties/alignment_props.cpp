@@ -44,11 +44,11 @@ TEST_P(Alignment, GapsAndBaseOffsets) {
 }
 
 // Strides of a tensor [n0, n1, n2, n3] with its dimensions nested in a random order, a gap
-// after each dimension, and (inputs only) a zero stride for dimensions whose data repeats
-// (the batch and head dimensions of K and V: one KV head or batch element broadcast).
+// after each dimension, and (inputs only) sometimes a zero stride on the batch or head
+// dimension (one head or batch element broadcast, as an expanded KV head is).
 TensorLayout gen_strides(const std::array<std::int64_t, 4>& n, bool allow_zero) {
   std::vector<int> order = {3, 2, 1, 0};  // innermost first
-  for (int x = 3; x > 0; --x) std::swap(order[x], order[in_range(0, x)]);
+  for (int x = 3; x > 0; --x) std::swap(order[x], order[x - in_range(0, x)]);
   TensorLayout t;
   std::int64_t next = in_range(1, 2);  // the innermost stride: 1 or 2
   for (int dim : order) {

@@ -43,11 +43,11 @@ Case gen_case(const Backend& b, const Options& o) {
   return {p, gen_recipe()};
 }
 
-// A random permutation of 0..n-1 (drawn as a seed, so it shrinks towards one seed).
+// A random permutation of 0..n-1 (Fisher-Yates with drawn indices: shrinks to the identity).
 std::vector<std::int64_t> gen_perm(std::int64_t n) {
   std::vector<std::int64_t> perm(static_cast<std::size_t>(n));
   std::iota(perm.begin(), perm.end(), 0);
-  for (std::int64_t x = n - 1; x > 0; --x) std::swap(perm[x], perm[in_range(0, x)]);
+  for (std::int64_t x = n - 1; x > 0; --x) std::swap(perm[x], perm[x - in_range(0, x)]);
   return perm;
 }
 
@@ -62,8 +62,8 @@ std::vector<double> gather(const std::vector<double>& in, std::int64_t outer,
   return out;
 }
 
-// Runs both problems on their inputs; fails unless out(second) == map(out(first)) within
-// the two bounds (or bitwise). `map_o` / `map_lse` reorder the first run's arrays.
+// One kernel run on its inputs (fails the property if the run itself is wrong: an exception,
+// an unwritten output, a write outside a view) with the bounds of its problem.
 struct KernelRun {
   Outputs out;
   Bounds bd;
