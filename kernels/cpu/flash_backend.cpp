@@ -46,6 +46,24 @@ Capabilities make_capabilities() {
 }
 
 // Per-thread scratch: sized by the tile constants and the head dims only (not L or S).
+// vdpbf16ps treats subnormal inputs as zero whatever MXCSR says. In Q and K that moves a
+// logit by less than Dqk 2^-126 |q| |k|, far inside the bound; but when every value of a
+// row is subnormal, V's subnormals are the output itself (golden "bf16 subnormal V").
+// A problem whose V holds one therefore takes the f32 path, which keeps subnormals.
+bool holds_bf16_subnormal(const void* base, const StridedView& v) {
+  const auto* x = static_cast<const std::uint16_t*>(base);
+  for (i64 a = 0; a < v.shape[0]; ++a)
+    for (i64 b = 0; b < v.shape[1]; ++b)
+      for (i64 c = 0; c < v.shape[2]; ++c) {
+        const std::uint16_t* row = x + a * v.stride[0] + b * v.stride[1] + c * v.stride[2];
+        for (i64 d = 0; d < v.shape[3]; ++d) {
+          const std::uint16_t bits = row[d * v.stride[3]];
+          if ((bits & 0x7f80) == 0 && (bits & 0x7f) != 0) return true;
+        }
+      }
+  return false;
+}
+
 flash::ScratchLayout scratch_layout(i64 dqk, i64 dv, bool dropout, bool bf16_dot) {
   flash::ScratchLayout s;
   std::size_t at = 0;
@@ -182,7 +200,8 @@ void FlashBackend::run(const Problem& p, const Buffers& buf, const RunOptions& o
   // bits stay the same from run to run.
   static const bool fast_bf16_dot = __builtin_cpu_is("amd");
   P.bf16_dot = target == SimdTarget::avx512bf16 && p.dtype == DType::bf16 &&
-               (!options.simd_target.empty() || fast_bf16_dot);
+               (!options.simd_target.empty() || fast_bf16_dot) &&
+               !holds_bf16_subnormal(buf.v, v_view(p));
   P.scratch = scratch_layout(P.dqk, P.dv, P.dropout, P.bf16_dot);
 
   // Query rows beyond L_b (padding): O = 0 (unpacked layout only) and LSE = -inf.

@@ -27,6 +27,7 @@
 #include "core/dtype.hpp"
 #include "core/philox.hpp"
 #include "kernels/cpu/flash_kernel.hpp"
+#include "kernels/cpu/overflow_guard.hpp"
 
 #ifndef FLASH_LEVEL
 #error "define FLASH_LEVEL before including flash_impl.hpp"
@@ -680,10 +681,7 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
       lo[r] = 0;
       hi[r] = -1;
     }
-    mrow[r] = kNegInf;
-    lrow[r] = 0;
   }
-  std::memset(OT, 0, static_cast<std::size_t>(Dv * Rp) * 4);
 
   // Q tile, transposed.
   auto q_offset = [&](i64 r) {
@@ -733,208 +731,235 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
   const float sc = static_cast<float>(p.scale * kLog2eD);
   const i64 panel_rows = bf16_dot ? 64 : kPanel;
 
-  for (i64 j0 = jmax >= jmin ? jmin / kKeyBlock * kKeyBlock : sb; j0 <= jmax; j0 += kKeyBlock) {
-    const i64 n = imin(kKeyBlock, sb - j0);
-    // Block-relative ranges; padding rows take every key (their lanes are never read).
+  // Overflow guard (overflow_guard.hpp): pass 0 runs with P as is; rows whose O^T left the
+  // f32 range are flagged in `redo` and computed again in pass 1 with P scaled by 2^-shift.
+  bool redo[kRowTile] = {};
+  int shift = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    const float pscale = std::ldexp(1.0f, -shift);
     for (i64 r = 0; r < Rp; ++r) {
-      i64 a = 0, z = n;
-      if (r < R) {
-        a = imin(imax(lo[r] - j0, 0), n);
-        z = imin(imax(hi[r] - j0 + 1, 0), n);
-        if (a >= z) a = z = 0;
-      }
-      rlo[r] = static_cast<float>(a);
-      rhi[r] = static_cast<float>(z);
+      mrow[r] = kNegInf;
+      lrow[r] = 0;
     }
-    Panel panels[kRowTile / 8];
-    int np = 0;
-    for (i64 r0 = 0; r0 < Rp; r0 += panel_rows) {
-      Panel pn;
-      pn.r0 = r0;
-      pn.nv = static_cast<int>(imin(panel_rows, Rp - r0) / (bf16_dot ? 16 : W));
-      i64 ja = n, jb = 0;
-      bool full = true;
-      for (i64 r = r0; r < imin(r0 + panel_rows, R); ++r) {
-        if (rlo[r] < rhi[r]) {
-          ja = imin(ja, static_cast<i64>(rlo[r]));
-          jb = imax(jb, static_cast<i64>(rhi[r]));
-        }
-        if (rlo[r] != 0 || rhi[r] != n) full = false;
-      }
-      if (ja >= jb) continue;  // no row of the panel attends this block
-      if (bf16_dot) {
-        ja &= ~i64(1);
-        jb = round_up(jb, 2);
-        if (jb != n) full = false;
-      }
-      pn.ja = ja;
-      pn.jb = jb;
-      pn.full = full;
-      panels[np++] = pn;
-    }
-    if (np == 0) continue;
+    std::memset(OT, 0, static_cast<std::size_t>(Dv * Rp) * 4);
 
-    // K and V blocks.
-    const i64 kvrow = ck + j0;
-    const float* kblk = KB;
-    const float* vblk = VB;
-#if FLASH_LEVEL == 3
-    const u32a* kb2blk = KB2;
-    i64 ldk2 = Dq2;
-#endif
-    if (bf16_dot) {
-#if FLASH_LEVEL == 3
-      // K rows are used in place as bf16 pairs when whole pairs are contiguous and the block
-      // needs no zero key to complete its last pair; else copied with zero padding.
-      if (p.ks[3] == 1 && Dq % 2 == 0 && p.ks[2] % 2 == 0 && n % 2 == 0) {
-        kb2blk = reinterpret_cast<const u32a*>(static_cast<const std::uint16_t*>(p.k) + kbase +
-                                               kvrow * p.ks[2]);
-        ldk2 = p.ks[2] / 2;
-      } else {
-        for (i64 jj = 0; jj < n; ++jj) {
-          load_row_bits(p.k, kbase + (kvrow + jj) * p.ks[2], p.ks[3], Dq,
-                        reinterpret_cast<std::uint16_t*>(KB2 + jj * Dq2));
+    for (i64 j0 = jmax >= jmin ? jmin / kKeyBlock * kKeyBlock : sb; j0 <= jmax; j0 += kKeyBlock) {
+      const i64 n = imin(kKeyBlock, sb - j0);
+      // Block-relative ranges; padding rows take every key (their lanes are never read).
+      for (i64 r = 0; r < Rp; ++r) {
+        i64 a = 0, z = n;
+        if (r < R) {
+          a = imin(imax(lo[r] - j0, 0), n);
+          z = imin(imax(hi[r] - j0 + 1, 0), n);
+          if (a >= z) a = z = 0;
         }
-        if (n & 1) std::memset(KB2 + n * Dq2, 0, static_cast<std::size_t>(Dq2) * 4);
+        rlo[r] = static_cast<float>(a);
+        rhi[r] = static_cast<float>(z);
       }
-      auto* ta = reinterpret_cast<std::uint16_t*>(tmp);
-      auto* tb = ta + round_up(Dv, 32);
-      const auto* vsrc = static_cast<const std::uint16_t*>(p.v) + vbase;
-      for (i64 jp = 0; 2 * jp < n; ++jp) {
-        const std::uint16_t* ra = ta;
-        const std::uint16_t* rb = tb;
-        if (p.vs[3] == 1) {
-          ra = vsrc + (kvrow + 2 * jp) * p.vs[2];
-        } else {
-          load_row_bits(p.v, vbase + (kvrow + 2 * jp) * p.vs[2], p.vs[3], Dv, ta);
+      Panel panels[kRowTile / 8];
+      int np = 0;
+      for (i64 r0 = 0; r0 < Rp; r0 += panel_rows) {
+        Panel pn;
+        pn.r0 = r0;
+        pn.nv = static_cast<int>(imin(panel_rows, Rp - r0) / (bf16_dot ? 16 : W));
+        i64 ja = n, jb = 0;
+        bool full = true;
+        for (i64 r = r0; r < imin(r0 + panel_rows, R); ++r) {
+          if (rlo[r] < rhi[r]) {
+            ja = imin(ja, static_cast<i64>(rlo[r]));
+            jb = imax(jb, static_cast<i64>(rhi[r]));
+          }
+          if (rlo[r] != 0 || rhi[r] != n) full = false;
         }
-        if (2 * jp + 1 >= n) {
-          std::memset(tb, 0, static_cast<std::size_t>(Dv) * 2);
-        } else if (p.vs[3] == 1) {
-          rb = vsrc + (kvrow + 2 * jp + 1) * p.vs[2];
-        } else {
-          load_row_bits(p.v, vbase + (kvrow + 2 * jp + 1) * p.vs[2], p.vs[3], Dv, tb);
+        if (ja >= jb) continue;  // no row of the panel attends this block
+        if (bf16_dot) {
+          ja &= ~i64(1);
+          jb = round_up(jb, 2);
+          if (jb != n) full = false;
         }
-        std::uint32_t* dst = VP2 + jp * Dv;
-        i64 d = 0;
-        for (; d + 16 <= Dv; d += 16) {
-          const __m512i x = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)(ra + d)));
-          const __m512i y = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)(rb + d)));
-          _mm512_storeu_si512(dst + d, _mm512_or_si512(x, _mm512_slli_epi32(y, 16)));
-        }
-        for (; d < Dv; ++d) dst[d] = ra[d] | (std::uint32_t(rb[d]) << 16);
+        pn.ja = ja;
+        pn.jb = jb;
+        pn.full = full;
+        panels[np++] = pn;
       }
-#endif
-    } else {
-      // f32 rows with unit head-dim stride are read in place; anything else is converted
-      // into the contiguous block.
-      if (direct_k) {
-        kblk = static_cast<const float*>(p.k) + kbase + kvrow * p.ks[2];
-      } else {
-        for (i64 jj = 0; jj < n; ++jj) {
-          load_row(p.dtype, p.k, kbase + (kvrow + jj) * p.ks[2], p.ks[3], Dq, KB + jj * Dq);
-        }
-      }
-      if (direct_v) {
-        vblk = static_cast<const float*>(p.v) + vbase + kvrow * p.vs[2];
-      } else {
-        for (i64 jj = 0; jj < n; ++jj) {
-          load_row(p.dtype, p.v, vbase + (kvrow + jj) * p.vs[2], p.vs[3], Dv, VB + jj * Dv);
-        }
-      }
-    }
+      if (np == 0) continue;
 
-    for (int pi = 0; pi < np; ++pi) {
-      const Panel& pn = panels[pi];
-      const i64 ja = pn.ja, jb = pn.jb;
-      // GEMM 1: logits of the panel's keys.
+      // K and V blocks.
+      const i64 kvrow = ck + j0;
+      const float* kblk = KB;
+      const float* vblk = VB;
+#if FLASH_LEVEL == 3
+      const u32a* kb2blk = KB2;
+      i64 ldk2 = Dq2;
+#endif
       if (bf16_dot) {
 #if FLASH_LEVEL == 3
-        for (i64 j = ja, mr = 0; j < jb; j += mr) {
-          mr = tile_rows(kBMR, jb - j);
-          kBGemm1[pn.nv][mr](kb2blk + j * ldk2, ldk2, QT2 + pn.r0, Rp, Dq2, ST + j * Rp + pn.r0,
-                             Rp);
+        // K rows are used in place as bf16 pairs when whole pairs are contiguous and the block
+        // needs no zero key to complete its last pair; else copied with zero padding.
+        if (p.ks[3] == 1 && Dq % 2 == 0 && p.ks[2] % 2 == 0 && n % 2 == 0) {
+          kb2blk = reinterpret_cast<const u32a*>(static_cast<const std::uint16_t*>(p.k) + kbase +
+                                                 kvrow * p.ks[2]);
+          ldk2 = p.ks[2] / 2;
+        } else {
+          for (i64 jj = 0; jj < n; ++jj) {
+            load_row_bits(p.k, kbase + (kvrow + jj) * p.ks[2], p.ks[3], Dq,
+                          reinterpret_cast<std::uint16_t*>(KB2 + jj * Dq2));
+          }
+          if (n & 1) std::memset(KB2 + n * Dq2, 0, static_cast<std::size_t>(Dq2) * 4);
+        }
+        auto* ta = reinterpret_cast<std::uint16_t*>(tmp);
+        auto* tb = ta + round_up(Dv, 32);
+        const auto* vsrc = static_cast<const std::uint16_t*>(p.v) + vbase;
+        for (i64 jp = 0; 2 * jp < n; ++jp) {
+          const std::uint16_t* ra = ta;
+          const std::uint16_t* rb = tb;
+          if (p.vs[3] == 1) {
+            ra = vsrc + (kvrow + 2 * jp) * p.vs[2];
+          } else {
+            load_row_bits(p.v, vbase + (kvrow + 2 * jp) * p.vs[2], p.vs[3], Dv, ta);
+          }
+          if (2 * jp + 1 >= n) {
+            std::memset(tb, 0, static_cast<std::size_t>(Dv) * 2);
+          } else if (p.vs[3] == 1) {
+            rb = vsrc + (kvrow + 2 * jp + 1) * p.vs[2];
+          } else {
+            load_row_bits(p.v, vbase + (kvrow + 2 * jp + 1) * p.vs[2], p.vs[3], Dv, tb);
+          }
+          std::uint32_t* dst = VP2 + jp * Dv;
+          i64 d = 0;
+          for (; d + 16 <= Dv; d += 16) {
+            const __m512i x = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)(ra + d)));
+            const __m512i y = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)(rb + d)));
+            _mm512_storeu_si512(dst + d, _mm512_or_si512(x, _mm512_slli_epi32(y, 16)));
+          }
+          for (; d < Dv; ++d) dst[d] = ra[d] | (std::uint32_t(rb[d]) << 16);
         }
 #endif
       } else {
-        for (i64 j = ja, mr = 0; j < jb; j += mr) {
-          mr = tile_rows(kMR, jb - j);
-          kGemm1[pn.nv][mr](kblk + j * ldk, ldk, QT + pn.r0, Rp, Dq, ST + j * Rp + pn.r0, Rp);
+        // f32 rows with unit head-dim stride are read in place; anything else is converted
+        // into the contiguous block.
+        if (direct_k) {
+          kblk = static_cast<const float*>(p.k) + kbase + kvrow * p.ks[2];
+        } else {
+          for (i64 jj = 0; jj < n; ++jj) {
+            load_row(p.dtype, p.k, kbase + (kvrow + jj) * p.ks[2], p.ks[3], Dq, KB + jj * Dq);
+          }
+        }
+        if (direct_v) {
+          vblk = static_cast<const float*>(p.v) + vbase + kvrow * p.vs[2];
+        } else {
+          for (i64 jj = 0; jj < n; ++jj) {
+            load_row(p.dtype, p.v, vbase + (kvrow + jj) * p.vs[2], p.vs[3], Dv, VB + jj * Dv);
+          }
         }
       }
-      const i64 rend = imin(pn.r0 + pn.nv * (bf16_dot ? 16 : W), R);
-      const i64 jc = imin(jb, n);  // keys that exist (the bf16 pair padding does not)
-      // Softcap, additive and boolean masks: elementwise, into base-2 logits.
-      if (prescale) {
-        for (i64 r = pn.r0; r < rend; ++r) {
-          const i64 h = h0 + r / it.ni, i = it.i0 + r % it.ni;
-          const i64 mo = b * p.ms[0] + h * p.ms[1] + i * p.ms[2] + j0 * p.ms[3];
-          for (i64 j = ja; j < jc; ++j) {
-            float s = ST[j * Rp + r] * scale_f;
-            if (p.softcap > 0) s = p.softcap * __builtin_tanhf(s / p.softcap);
-            if (p.mask_kind == 2) {
-              s += load_one(p.dtype, p.mask, mo + j * p.ms[3]);
-            } else if (p.mask_kind == 1) {
-              if (static_cast<const std::uint8_t*>(p.mask)[mo + j * p.ms[3]] == 0) s = kNegInf;
+
+      for (int pi = 0; pi < np; ++pi) {
+        const Panel& pn = panels[pi];
+        const i64 ja = pn.ja, jb = pn.jb;
+        // GEMM 1: logits of the panel's keys.
+        if (bf16_dot) {
+#if FLASH_LEVEL == 3
+          for (i64 j = ja, mr = 0; j < jb; j += mr) {
+            mr = tile_rows(kBMR, jb - j);
+            kBGemm1[pn.nv][mr](kb2blk + j * ldk2, ldk2, QT2 + pn.r0, Rp, Dq2, ST + j * Rp + pn.r0,
+                               Rp);
+          }
+#endif
+        } else {
+          for (i64 j = ja, mr = 0; j < jb; j += mr) {
+            mr = tile_rows(kMR, jb - j);
+            kGemm1[pn.nv][mr](kblk + j * ldk, ldk, QT + pn.r0, Rp, Dq, ST + j * Rp + pn.r0, Rp);
+          }
+        }
+        const i64 rend = imin(pn.r0 + pn.nv * (bf16_dot ? 16 : W), R);
+        const i64 jc = imin(jb, n);  // keys that exist (the bf16 pair padding does not)
+        // Softcap, additive and boolean masks: elementwise, into base-2 logits.
+        if (prescale) {
+          for (i64 r = pn.r0; r < rend; ++r) {
+            const i64 h = h0 + r / it.ni, i = it.i0 + r % it.ni;
+            const i64 mo = b * p.ms[0] + h * p.ms[1] + i * p.ms[2] + j0 * p.ms[3];
+            for (i64 j = ja; j < jc; ++j) {
+              float s = ST[j * Rp + r] * scale_f;
+              if (p.softcap > 0) s = p.softcap * __builtin_tanhf(s / p.softcap);
+              if (p.mask_kind == 2) {
+                s += load_one(p.dtype, p.mask, mo + j * p.ms[3]);
+              } else if (p.mask_kind == 1) {
+                if (static_cast<const std::uint8_t*>(p.mask)[mo + j * p.ms[3]] == 0) s = kNegInf;
+              }
+              ST[j * Rp + r] = static_cast<float>(static_cast<double>(s) * kLog2eD);
             }
-            ST[j * Rp + r] = static_cast<float>(static_cast<double>(s) * kLog2eD);
           }
         }
-      }
-      if (p.dropout) {
-        for (i64 r = pn.r0; r < rend; ++r) {
-          const i64 h = h0 + r / it.ni, i = it.i0 + r % it.ni;
-          for (i64 j = ja; j < jc; ++j) {
-            KEEP[j * Rp + r] = dropout_keep(p.drop_seed, p.drop_offset, p.drop_threshold, b, h, i,
-                                            j0 + j, p.heads_q, p.len_q, p.len_kv)
-                                   ? 1.0f
-                                   : 0.0f;
+        if (p.dropout) {
+          for (i64 r = pn.r0; r < rend; ++r) {
+            const i64 h = h0 + r / it.ni, i = it.i0 + r % it.ni;
+            for (i64 j = ja; j < jc; ++j) {
+              KEEP[j * Rp + r] = dropout_keep(p.drop_seed, p.drop_offset, p.drop_threshold, b, h, i,
+                                              j0 + j, p.heads_q, p.len_q, p.len_kv)
+                                     ? 1.0f
+                                     : 0.0f;
+            }
           }
         }
-      }
-      // Online softmax, one vector of rows at a time.
-      for (i64 r = pn.r0; r < pn.r0 + pn.nv * (bf16_dot ? 16 : W); r += W) {
-        softmax_rows(ST, Rp, r, ja, jb, pn.full, scaled, sc, rlo, rhi, mrow, lrow, arow,
-                     p.dropout ? KEEP : nullptr);
-      }
-      // GEMM 2: rescale the accumulators and add P V.
-      if (bf16_dot) {
+        // Online softmax, one vector of rows at a time.
+        for (i64 r = pn.r0; r < pn.r0 + pn.nv * (bf16_dot ? 16 : W); r += W) {
+          softmax_rows(ST, Rp, r, ja, jb, pn.full, scaled, sc, rlo, rhi, mrow, lrow, arow,
+                       p.dropout ? KEEP : nullptr);
+        }
+        if (shift != 0) {
+          const VF f = vset(pscale);
+          for (i64 r = pn.r0; r < pn.r0 + pn.nv * (bf16_dot ? 16 : W); r += W)
+            for (i64 j = ja; j < jb; ++j) vstore(ST + j * Rp + r, vmul(vload(ST + j * Rp + r), f));
+        }
+        // GEMM 2: rescale the accumulators and add P V.
+        if (bf16_dot) {
 #if FLASH_LEVEL == 3
-        pack_p_pairs(ST, Rp, ja / 2, jb / 2, pn.r0, pn.nv, P2);
-        for (i64 d = 0, mr = 0; d < Dv; d += mr) {
-          mr = tile_rows(kBMR, Dv - d);
-          kBGemm2[pn.nv][mr](VP2 + (ja / 2) * Dv + d, Dv, P2 + (ja / 2) * Rp + pn.r0, Rp,
-                             (jb - ja) / 2, arow + pn.r0, OT + d * Rp + pn.r0, Rp);
-        }
+          pack_p_pairs(ST, Rp, ja / 2, jb / 2, pn.r0, pn.nv, P2);
+          for (i64 d = 0, mr = 0; d < Dv; d += mr) {
+            mr = tile_rows(kBMR, Dv - d);
+            kBGemm2[pn.nv][mr](VP2 + (ja / 2) * Dv + d, Dv, P2 + (ja / 2) * Rp + pn.r0, Rp,
+                               (jb - ja) / 2, arow + pn.r0, OT + d * Rp + pn.r0, Rp);
+          }
 #endif
-      } else {
-        for (i64 d = 0, mr = 0; d < Dv; d += mr) {
-          mr = tile_rows(kMR, Dv - d);
-          kGemm2[pn.nv][mr](vblk + ja * ldv + d, ldv, ST + ja * Rp + pn.r0, Rp, jb - ja,
-                            arow + pn.r0, OT + d * Rp + pn.r0, Rp);
+        } else {
+          for (i64 d = 0, mr = 0; d < Dv; d += mr) {
+            mr = tile_rows(kMR, Dv - d);
+            kGemm2[pn.nv][mr](vblk + ja * ldv + d, ldv, ST + ja * Rp + pn.r0, Rp, jb - ja,
+                              arow + pn.r0, OT + d * Rp + pn.r0, Rp);
+          }
         }
       }
     }
-  }
 
-  // O = O^T / l (times 1 / (1 - p) with dropout); fully masked rows give O = 0, LSE = -inf.
-  for (i64 r = 0; r < R; ++r) {
-    const i64 h = h0 + r / it.ni, i = it.i0 + r % it.ni;
-    const float l = lrow[r];
-    if (p.lse) {
-      p.lse[(b * p.heads_q + h) * p.len_q + i] =
-          l == 0 ? kNegInf
-                 : static_cast<float>(double(mrow[r]) * kLn2 + std::log(static_cast<double>(l)));
+    // O = O^T / l (times 1 / (1 - p) with dropout); fully masked rows give O = 0, LSE = -inf.
+    bool again = false;
+    for (i64 r = 0; r < R; ++r) {
+      if (pass == 1 && !redo[r]) continue;
+      const i64 h = h0 + r / it.ni, i = it.i0 + r % it.ni;
+      const float l = lrow[r];
+      if (pass == 0 && std::isfinite(mrow[r]) && std::isfinite(l) && l > 0 &&
+          any_nonfinite(OT + r, Dv, Rp)) {
+        redo[r] = again = true;
+        continue;
+      }
+      if (p.lse) {
+        p.lse[(b * p.heads_q + h) * p.len_q + i] =
+            l == 0 ? kNegInf
+                   : static_cast<float>(double(mrow[r]) * kLn2 + std::log(static_cast<double>(l)));
+      }
+      if (Dv == 0) continue;
+      if (l == 0) {
+        for (i64 d = 0; d < Dv; ++d) tmp[d] = 0.0f;
+      } else {
+        const double inv = std::ldexp(p.keep_scale / static_cast<double>(l), shift);
+        for (i64 d = 0; d < Dv; ++d) tmp[d] = static_cast<float>(OT[d * Rp + r] * inv);
+      }
+      store_row(p.dtype, tmp, Dv, p.o, obase + h * p.os[1] + (cq + i) * p.os[2], p.os[3]);
     }
-    if (Dv == 0) continue;
-    if (l == 0) {
-      for (i64 d = 0; d < Dv; ++d) tmp[d] = 0.0f;
-    } else {
-      const double inv = p.keep_scale / static_cast<double>(l);
-      for (i64 d = 0; d < Dv; ++d) tmp[d] = static_cast<float>(OT[d * Rp + r] * inv);
-    }
-    store_row(p.dtype, tmp, Dv, p.o, obase + h * p.os[1] + (cq + i) * p.os[2], p.os[3]);
-  }
+    if (!again) break;
+    shift = overflow_shift(sb);
+  }  // pass
 }
 
 }  // namespace

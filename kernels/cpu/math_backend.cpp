@@ -301,8 +301,16 @@ void run_slice(const Engine& eng, const Problem& p, const Geometry& g, const Buf
         continue;
       }
       const bool nan = std::isnan(st.m);
-      const double inv = nan ? st.m : 1.0 / (st.l * (1.0 - p.dropout_p));
+      double inv = nan ? st.m : 1.0 / (st.l * (1.0 - p.dropout_p));
       T* orow = o + r * ldo;
+      if (!nan && std::isfinite(st.l) && any_nonfinite(orow, dv)) {
+        // P V overflowed: again with P scaled by 2^-k (overflow guard, sdpa_rows.hpp).
+        const int k = overflow_shift(j1 - j0);
+        T* srow = s + r * lds;
+        eng.scale_row(srow + j0, j1 - j0, std::ldexp(1.0, -k));
+        eng.values(p, 1, srow, lds, sb, j0, j1, orow, ldo, sc);
+        inv = std::ldexp(inv, k);
+      }
       eng.scale_row(orow, dv, inv);
       eng.store(p.dtype, orow, dv, at(buf.o, g.q_row(p.o, b, h, i), esz), p.o.stride[3]);
       out.lse(b, h, i, nan ? st.m : st.m + std::log(st.l));

@@ -72,7 +72,7 @@ struct Plan {
   const Buffers& buf;
   const vk::Table& t;
   std::int64_t ldo;     // floats of an accumulator row (multiple of 32 >= Dv)
-  std::int64_t ldpart;  // floats per partial: acc[ldo], then m and l
+  std::int64_t ldpart;  // floats per partial: acc[ldo], then m, l and the overflow shift k
   std::int64_t ldq;     // floats per converted query row (multiple of 16 >= Dqk)
   std::size_t esz;
 };
@@ -121,6 +121,23 @@ void run_unit(const Plan& pl, const RowSet& rs, std::int64_t c, float* wave, Scr
   auto set_stats = [&](std::int64_t r, const RowStats& st) {
     partial(r)[pl.ldo] = static_cast<float>(st.m);
     partial(r)[pl.ldo + 1] = static_cast<float>(st.l);
+    partial(r)[pl.ldo + 2] = 0;  // acc holds sum P V unscaled
+  };
+  // Overflow guard (sdpa_rows.hpp): the rows of [r0, r0 + rows) whose partial sum left the
+  // f32 range get P scaled by 2^-k (row of `s`, key columns from `s_first`) and are summed
+  // again by `redo(r, srow)`; the combine multiplies their partial by 2^k.
+  auto guard_overflow = [&](std::int64_t r0, std::int64_t rows, float* s, std::int64_t lds,
+                            std::int64_t s_first, std::int64_t keys, auto&& redo) {
+    for (std::int64_t r = r0; r < r0 + rows; ++r) {
+      float* pr = partial(r);
+      if (!std::isfinite(pr[pl.ldo]) || !std::isfinite(pr[pl.ldo + 1])) continue;
+      if (!any_nonfinite(pr, dv)) continue;
+      const int k = overflow_shift(keys);
+      float* srow = s + (r - r0) * lds + s_first;
+      t.row_mul(srow, keys, std::ldexp(1.0f, -k));
+      redo(r, srow);
+      pr[pl.ldo + 2] = static_cast<float>(k);
+    }
   };
 
   // Each row's keys inside this chunk, and their union [ja, jb).
@@ -181,6 +198,10 @@ void run_unit(const Plan& pl, const RowSet& rs, std::int64_t c, float* wave, Scr
     // All rows at once (V is read once per GQA group); partials of consecutive rows are
     // chunks * ldpart floats apart, a multiple of 16.
     t.acc_values(vt, s, lds, m, vp, vs, n, dv, partial(0), rs.chunks * pl.ldpart);
+    guard_overflow(0, m, s, lds, 0, n, [&](std::int64_t r, const float* srow) {
+      std::fill(partial(r), partial(r) + pl.ldo, 0.0f);
+      t.acc_values(vt, srow, lds, 1, vp, vs, n, dv, partial(r), pl.ldpart);
+    });
     return;
   }
 
@@ -224,6 +245,9 @@ void run_unit(const Plan& pl, const RowSet& rs, std::int64_t c, float* wave, Scr
       // Partials of consecutive rows are rs.chunks * ldpart floats apart.
       t.gemm(rows, dv, bb - ba, s + (ba - ja), lds, vp + (ba - ja) * nr, n * nr, partial(b0),
              rs.chunks * pl.ldpart);
+      guard_overflow(b0, rows, s, lds, ba - ja, bb - ba, [&](std::int64_t r, const float* srow) {
+        t.gemm(1, dv, bb - ba, srow, lds, vp + (ba - ja) * nr, n * nr, partial(r), pl.ldpart);
+      });
     }
   }
 }
@@ -260,7 +284,8 @@ void combine_row(const Plan& pl, const RowSet& rs, std::int64_t r, const float* 
       if (pc[pl.ldo] == -INFINITY) continue;
       const double w = std::exp(static_cast<double>(pc[pl.ldo]) - mx);
       l += static_cast<double>(pc[pl.ldo + 1]) * w;
-      for (std::int64_t d = 0; d < dv; ++d) acc[d] += static_cast<double>(pc[d]) * w;
+      const double wv = std::ldexp(w, static_cast<int>(pc[pl.ldo + 2]));  // overflow guard
+      for (std::int64_t d = 0; d < dv; ++d) acc[d] += static_cast<double>(pc[d]) * wv;
     }
     const double inv = 1.0 / (l * (1.0 - p.dropout_p));
     for (std::int64_t d = 0; d < dv; ++d) out[d] = static_cast<float>(acc[d] * inv);

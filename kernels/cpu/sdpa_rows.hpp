@@ -11,6 +11,7 @@
 #include "core/philox.hpp"
 #include "core/problem.hpp"
 #include "kernels/backend.hpp"
+#include "kernels/cpu/overflow_guard.hpp"
 #include "kernels/cpu/vec_kernels.hpp"
 
 namespace sdpa::cpu {
