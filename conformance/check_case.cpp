@@ -156,9 +156,16 @@ CaseOutcome check_case(const Backend& backend, const Case& c, const Device& devi
     for (std::size_t x = 0; x < ref.weights.size(); ++x) {
       const double got = load_as_double(p.dtype, weights.data(), static_cast<std::int64_t>(x));
       const double want = ref.weights[x];
+      // P_j = exp(s_j - LSE): besides the rounding of P itself, its relative error is the
+      // error of s_j - LSE. The LSE bound (dot-product and logit-magnitude terms, P-weighted
+      // over the row) stands for both, twice (table 2026-12-2; before it the logit term was
+      // missing and correct weights failed at large logits, Dqk or scale).
+      const std::int64_t row = static_cast<std::int64_t>(x) / std::max<std::int64_t>(p.len_kv, 1);
+      const ToleranceFactors wf = tolerance_factors(p, contract, S, table);
+      const double logit_rel = 2 * lse_tolerance(wf, ref, row);
       const double tol = dtype_unit_roundoff(p.dtype) * (4 + std::fabs(want)) * std::fabs(want) +
                          64 * dtype_unit_roundoff(contract.accumulate) * std::fabs(want) +
-                         tolerance_factors(p, contract, S, table).floor;
+                         logit_rel * std::fabs(want) + wf.floor;
       double err;
       const double ratio = ratio_of(got, want, tol, &err);
       if (ratio > out.worst_ratio) {

@@ -32,7 +32,11 @@ ToleranceFactors tolerance_factors(const Problem& p, const PrecisionContract& c,
   f.k_s = table.safety * std::sqrt(std::max<double>(double(s_b), 1.0));
   f.k_e = table.safety * std::sqrt(std::max<double>(double(p.head_dim_qk), 1.0));
   f.k_x = table.safety * (2.0 + rescales);
-  f.floor = subnormal_spacing(p.dtype);
+  // One subnormal spacing of the output, plus one of the accumulator per key: each product
+  // P_j V_j that lands below the smallest normal is rounded to that spacing (table 2026-12-2;
+  // the single-spacing floor of 2026-12-1 failed correct kernels summing subnormal products).
+  f.floor = subnormal_spacing(p.dtype) +
+            double(std::max<std::int64_t>(s_b, 1) + 1) * subnormal_spacing(c.accumulate);
   return f;
 }
 

@@ -24,7 +24,7 @@
 namespace sdpa {
 
 struct ToleranceTable {
-  std::string version = "2026-12-1";  // bump when any factor changes
+  std::string version = "2026-12-2";  // bump when any factor changes
   double safety = 4.0;                // multiplies the probabilistic growth factors
 };
 

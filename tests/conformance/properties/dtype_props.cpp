@@ -117,10 +117,6 @@ TEST_P(Dtype, ValuesNearTheMaximumF16) {
 }
 
 TEST_P(Dtype, ValuesNearTheMaximumF32Bf16) {
-  // Known bug, being fixed in the kernels: values near the f32/bf16 maximum overflow in all
-  // three CPU kernels. Remove this skip with the fix.
-  GTEST_SKIP() << "known bug: V near the f32/bf16 maximum overflows in cpu.math, cpu.flash and "
-                  "cpu.mem_efficient";
   check_generator(backend(), options(), {DType::f32, DType::bf16}, {"v_near_max"});
 }
 
@@ -130,11 +126,6 @@ TEST_P(Dtype, SubnormalValuesF64F32F16) {
 }
 
 TEST_P(Dtype, SubnormalValuesBf16) {
-  if (backend().name() == "cpu.flash") {
-    // Known bug, being fixed in the kernels: cpu.flash flushes bf16 subnormal V to zero.
-    // Remove this skip with the fix.
-    GTEST_SKIP() << "known bug: cpu.flash flushes bf16 subnormal V to zero";
-  }
   check_generator(backend(), options(), {DType::bf16}, {"denormals"});
 }
 

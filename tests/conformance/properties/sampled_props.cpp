@@ -25,14 +25,6 @@ class Sampled : public testing::TestWithParam<Combo> {
   }
 };
 
-// The two known kernel bugs being fixed now (docs/CONFORMANCE.md, "Property tests"); their
-// cases are left to the dtype family's skipped tests, which name them.
-bool known_bug(const Backend& b, const Case& c) {
-  const DType t = c.problem.dtype;
-  if (c.data.generator == "v_near_max" && (t == DType::f32 || t == DType::bf16)) return true;
-  return c.data.generator == "denormals" && t == DType::bf16 && b.name() == "cpu.flash";
-}
-
 TEST_P(Sampled, AnySampledCasePasses) {
   check("any sampled case with plain data passes", [&] {
     const Case c = *gen_case(sampler(false));
@@ -43,7 +35,6 @@ TEST_P(Sampled, AnySampledCasePasses) {
 TEST_P(Sampled, AnySampledAdversarialCasePasses) {
   check("any sampled case, adversarial data included, passes", [&] {
     const Case c = *gen_case(sampler(true));
-    RC_PRE(!known_bug(backend(), c));
     RC_TAG(c.data.generator);
     require_pass(backend(), c, options());
   });
