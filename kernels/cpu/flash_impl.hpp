@@ -51,10 +51,13 @@ constexpr float kP0 = 1.535336188319500e-4f, kP1 = 1.339887440266574e-3f,
                 kP2 = 9.618437357674640e-3f, kP3 = 5.550332471162809e-2f,
                 kP4 = 2.402264791363012e-1f, kP5 = 6.931472028550421e-1f;
 
-// Scalar 2^x with the same algorithm (no fused multiply-add): 0 below -126, NaN kept.
+// Scalar 2^x with the same algorithm (no fused multiply-add), NaN kept. 2^n is applied as
+// 2^n1 2^n2 (n1 = floor(n / 2)), both normal, so results in (2^-150, 2^-126) come out as
+// subnormals rounded once instead of 0: a subnormal P times a V near the maximum is a normal
+// output term (found by the sampled property tests, gen=v_near_max).
 inline float scalar_exp2(float x) {
   if (x != x) return x;
-  if (x < -126.0f) return 0.0f;
+  if (x < -160.0f) return 0.0f;
   const float t = x + 12582912.0f;  // 1.5 * 2^23: rounds x to an integer
   const float n = t - 12582912.0f;
   const float f = x - n;  // exact, in [-0.5, 0.5]
@@ -65,10 +68,14 @@ inline float scalar_exp2(float x) {
   r = r * f + kP4;
   r = r * f + kP5;
   r = r * f + 1.0f;
-  const std::uint32_t bits = static_cast<std::uint32_t>(static_cast<std::int32_t>(n) + 127) << 23;
-  float s;
-  std::memcpy(&s, &bits, 4);
-  return r * s;
+  const std::int32_t n1 = static_cast<std::int32_t>(n) >> 1;
+  const std::int32_t n2 = static_cast<std::int32_t>(n) - n1;
+  const std::uint32_t b1 = static_cast<std::uint32_t>(n1 + 127) << 23;
+  const std::uint32_t b2 = static_cast<std::uint32_t>(n2 + 127) << 23;
+  float s1, s2;
+  std::memcpy(&s1, &b1, 4);
+  std::memcpy(&s2, &b2, 4);
+  return (r * s1) * s2;
 }
 
 inline float bf16_bits_to_float(std::uint16_t b) {
@@ -176,10 +183,13 @@ inline VM veq(VF a, VF b) { return {_mm256_cmp_ps(a.x, b.x, _CMP_EQ_OQ)}; }
 inline VM vand(VM a, VM b) { return {_mm256_and_ps(a.x, b.x)}; }
 inline VF vselect(VM m, VF a, VF b) { return {_mm256_blendv_ps(b.x, a.x, m.x)}; }
 // 2^x: round x to n, 2^f by the polynomial, times 2^n built in the exponent field.
-// x < -126 gives 0 (also -inf); NaN stays NaN (max keeps its second operand when NaN, and
-// the NaN lane's n converts to the integer indefinite, a harmless finite scale).
+// x < -160 gives 0 (also -inf), (-150, -126) subnormals; NaN stays NaN (max keeps its second
+// operand when NaN, and the NaN lane's n converts to the integer indefinite, a harmless finite
+// scale).
 inline VF vexp2(VF a) {
-  const __m256 x = _mm256_max_ps(_mm256_set1_ps(-126.0f), a.x);
+  // Clamped at -160 (NaN kept: max returns its second operand); 2^n applied as 2^n1 2^n2
+  // like scalar_exp2, so (2^-150, 2^-126) gives subnormals and below gives exactly 0.
+  const __m256 x = _mm256_max_ps(_mm256_set1_ps(-160.0f), a.x);
   const __m256 magic = _mm256_set1_ps(12582912.0f);
   const __m256 t = _mm256_add_ps(x, magic);
   const __m256 n = _mm256_sub_ps(t, magic);
@@ -190,11 +200,14 @@ inline VF vexp2(VF a) {
   r = _mm256_fmadd_ps(r, f, _mm256_set1_ps(kP4));
   r = _mm256_fmadd_ps(r, f, _mm256_set1_ps(kP5));
   r = _mm256_fmadd_ps(r, f, _mm256_set1_ps(1.0f));
-  const __m256i e =
-      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127)), 23);
-  r = _mm256_mul_ps(r, _mm256_castsi256_ps(e));
-  const __m256 under = _mm256_cmp_ps(a.x, _mm256_set1_ps(-126.0f), _CMP_LT_OQ);
-  return {_mm256_andnot_ps(under, r)};
+  const __m256i ni = _mm256_cvttps_epi32(n);
+  const __m256i n1 = _mm256_srai_epi32(ni, 1);
+  const __m256i n2 = _mm256_sub_epi32(ni, n1);
+  const __m256i bias = _mm256_set1_epi32(127);
+  const __m256i e1 = _mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23);
+  const __m256i e2 = _mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23);
+  r = _mm256_mul_ps(_mm256_mul_ps(r, _mm256_castsi256_ps(e1)), _mm256_castsi256_ps(e2));
+  return {r};
 }
 
 #else  // AVX-512: zmm (two 512-bit FMA pipes on this Xeon: 2x the ymm rate)
