@@ -107,6 +107,7 @@ CaseOutcome check_case(const Backend& backend, const Case& c, const Device& devi
   const reference::Result ref = reference::run_sdpa(p, in.pointers());
   const PrecisionContract contract = backend.precision(p.dtype);
   CaseOutcome out;
+  double err_sq = 0, ref_sq = 0;  // NMSE sums
   const auto cuq = cu_seqlens_q(p);
   for (std::int64_t b = 0; b < B; ++b) {
     const std::int64_t lb = seqlen_q(p, b);
@@ -126,6 +127,10 @@ CaseOutcome check_case(const Backend& backend, const Case& c, const Device& devi
           double err;
           const double ratio = ratio_of(got, want, tol, &err);
           out.max_abs_error = std::max(out.max_abs_error, err);
+          if (std::isfinite(got) && std::isfinite(want)) {
+            err_sq += (got - want) * (got - want);
+            ref_sq += want * want;
+          }
           if (ratio > out.worst_ratio || (std::isinf(ratio) && !std::isinf(out.worst_ratio))) {
             out.worst_ratio = ratio;
             std::ostringstream w;
@@ -152,6 +157,7 @@ CaseOutcome check_case(const Backend& backend, const Case& c, const Device& devi
       }
     }
   }
+  out.nmse = ref_sq > 0 ? err_sq / ref_sq : err_sq;
   if (p.want_weights) {
     for (std::size_t x = 0; x < ref.weights.size(); ++x) {
       const double got = load_as_double(p.dtype, weights.data(), static_cast<std::int64_t>(x));

@@ -29,8 +29,9 @@ struct CaseOutcome {
   Status status = Status::pass;  // the verdict
   std::string message;           // why (reasons, the worst element and its bound, ...)
   double max_abs_error = 0;      // largest |kernel - reference| over O
-  double worst_ratio = 0;        // largest |error| / tolerance over O and LSE
-  std::string worst_where;       // "o[b,h,i,d]" or "lse[b,h,i]" of the worst ratio
+  double nmse = 0;  // sum (kernel - ref)^2 / sum ref^2 over finite O elements (information only)
+  double worst_ratio = 0;   // largest |error| / tolerance over O and LSE
+  std::string worst_where;  // "o[b,h,i,d]" or "lse[b,h,i]" of the worst ratio
 };
 
 // Runs `c` on `backend` with guarded buffers and judges the result.

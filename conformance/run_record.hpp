@@ -21,6 +21,7 @@ struct CaseRecord {
   Status status = Status::pass;       // verdict
   std::string message;                // reasons / worst element / error text
   double max_abs_error = 0;           // largest |kernel - reference| over O
+  double nmse = 0;                    // normalised mean squared error of O (information only)
   double worst_ratio = 0;             // largest error / tolerance (<= 1 passes)
   std::string worst_where;            // where the worst ratio occurred
   double seconds = 0;                 // wall time of the backend run plus judging

@@ -42,6 +42,7 @@ nlohmann::json to_json(const CaseRecord& r) {
           {"status", static_cast<int>(r.status)},
           {"message", r.message},
           {"max_abs_error", r.max_abs_error},
+          {"nmse", r.nmse},
           {"worst_ratio", r.worst_ratio},
           {"worst_where", r.worst_where},
           {"seconds", r.seconds},
@@ -62,6 +63,7 @@ CaseRecord from_json(const nlohmann::json& j) {
   r.max_abs_error =
       j.at("max_abs_error").is_null() ? INFINITY : j.at("max_abs_error").get<double>();
   r.worst_ratio = j.at("worst_ratio").is_null() ? INFINITY : j.at("worst_ratio").get<double>();
+  r.nmse = j.at("nmse").is_null() ? INFINITY : j.at("nmse").get<double>();
   r.worst_where = j.at("worst_where");
   r.seconds = j.at("seconds");
   r.features = j.at("features").get<std::vector<std::string>>();
@@ -187,6 +189,7 @@ CaseRecord run_job(const Job& job, const Device& device,
     r.status = o.status;
     r.message = o.message;
     r.max_abs_error = o.max_abs_error;
+    r.nmse = o.nmse;
     r.worst_ratio = o.worst_ratio;
     r.worst_where = o.worst_where;
   } catch (const std::exception& e) {

@@ -27,6 +27,7 @@ std::string jsonl_line(const CaseRecord& r) {
   j["status"] = status_name(r.status);
   j["message"] = r.message;
   j["max_abs_error"] = number(r.max_abs_error);
+  j["nmse"] = number(r.nmse);
   j["worst_ratio"] = number(r.worst_ratio);
   j["worst_where"] = r.worst_where;
   j["seconds"] = number(r.seconds);

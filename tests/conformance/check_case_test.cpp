@@ -33,6 +33,8 @@ TEST(CheckCase, WrongOutputFailsNamingTheElement) {
   EXPECT_EQ(o.status, Status::fail);
   EXPECT_NE(o.message.find("o["), std::string::npos) << o.message;
   EXPECT_GT(o.worst_ratio, 1.0);
+  EXPECT_DOUBLE_EQ(o.nmse, 1.0);  // all zeros: the error is the reference itself
+  EXPECT_LT(judge(Fault::none, kCase).nmse, 1e-12);
 }
 
 TEST(CheckCase, UnwrittenRowFailsAsAGuardViolation) {

@@ -74,12 +74,13 @@ TEST(ReportsJsonl, EveryLineParsesAndRoundTripsTheRecord) {
     EXPECT_EQ(j.at("status"), status_name(r.status));
     EXPECT_EQ(j.at("message"), r.message);
     expect_same_double(json_double(j.at("max_abs_error")), r.max_abs_error);
+    expect_same_double(json_double(j.at("nmse")), r.nmse);
     expect_same_double(json_double(j.at("worst_ratio")), r.worst_ratio);
     EXPECT_EQ(j.at("worst_where"), r.worst_where);
     expect_same_double(json_double(j.at("seconds")), r.seconds);
     EXPECT_EQ(j.at("features").get<std::vector<std::string>>(), r.features);
     EXPECT_EQ(j.at("repro"), r.repro);
-    EXPECT_EQ(j.size(), 13u) << "a field was added or removed: update docs/REPORTS.md";
+    EXPECT_EQ(j.size(), 14u) << "a field was added or removed: update docs/REPORTS.md";
   }
 }
 
