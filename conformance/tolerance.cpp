@@ -37,6 +37,13 @@ ToleranceFactors tolerance_factors(const Problem& p, const PrecisionContract& c,
   // the single-spacing floor of 2026-12-1 failed correct kernels summing subnormal products).
   f.floor = subnormal_spacing(p.dtype) +
             double(std::max<std::int64_t>(s_b, 1) + 1) * subnormal_spacing(c.accumulate);
+  // P itself underflows: a weight below the smallest normal of the type P is computed in
+  // (and of the one it is rounded to, when rounded) is off by up to half its subnormal
+  // spacing in absolute terms, which a V near the maximum turns into a visible output error
+  // (table 2026-12-3; found with P < 2^-126 times |V| ~ 2^127, where every f32 kernel has
+  // only a few significant bits of P).
+  f.u_sub = 0.5 * (subnormal_spacing(c.accumulate) +
+                   (c.p_type == c.accumulate ? 0.0 : subnormal_spacing(c.p_type)));
   return f;
 }
 
@@ -44,7 +51,8 @@ double output_tolerance(const ToleranceFactors& f, const reference::Result& r, s
                         std::int64_t d, std::int64_t dv) {
   const auto x = static_cast<std::size_t>(row * dv + d);
   return f.u_out * std::fabs(r.o[x]) + (f.u_p + f.k_s * f.u_acc) * r.mag_a[x] +
-         f.k_e * f.u_acc * r.mag_g[x] + f.k_x * f.u_acc * r.mag_c[x] + f.floor;
+         f.k_e * f.u_acc * r.mag_g[x] + f.k_x * f.u_acc * r.mag_c[x] + f.u_sub * r.mag_u[x] +
+         f.floor;
 }
 
 double lse_tolerance(const ToleranceFactors& f, const reference::Result& r, std::int64_t row) {

@@ -1,12 +1,15 @@
 // The per-element error bound of TESTING.md, from a backend's precision contract and the
 // reference's error magnitudes:
 //
-//   tol_id = u_out |O_id| + (u_p + k_S u_acc) A_id + k_E u_acc G_id + k_x u_acc C_id + floor
+//   tol_id = u_out |O_id| + (u_p + k_S u_acc) A_id + k_E u_acc G_id + k_x u_acc C_id
+//            + u_sub U_id + floor
 //
 // with k_S = safety * sqrt(S_b) (accumulation over keys), k_E = safety * sqrt(Dqk)
 // (dot products), k_x = safety * (2 + rescales) (logit rounding, exp, and one rounding per
-// online-softmax rescale), and floor = the output type's subnormal spacing (rounding of
-// results in the subnormal range is absolute, not relative). The LSE bound:
+// online-softmax rescale), u_sub = half the subnormal spacing of P's types times U (the
+// reference's mag_u: |V| summed over keys whose weight may underflow) and floor = the
+// output type's subnormal spacing plus (S_b + 1) of the accumulator's (rounding of results
+// in the subnormal range is absolute, not relative). The LSE bound:
 //
 //   tol_lse = 2^-24 |LSE| + k_S u_acc + k_x u_acc lse_mag_c + k_E u_acc lse_mag_g.
 //
@@ -24,7 +27,7 @@
 namespace sdpa {
 
 struct ToleranceTable {
-  std::string version = "2026-12-2";  // bump when any factor changes
+  std::string version = "2026-12-3";  // bump when any factor changes
   double safety = 4.0;                // multiplies the probabilistic growth factors
 };
 
@@ -32,6 +35,7 @@ struct ToleranceTable {
 struct ToleranceFactors {
   double u_out = 0, u_p = 0, u_acc = 0;  // unit roundoffs
   double k_s = 0, k_e = 0, k_x = 0;      // growth factors
+  double u_sub = 0;                      // absolute error of an underflowing P, per |V|
   double floor = 0;                      // absolute floor
 };
 

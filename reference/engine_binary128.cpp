@@ -24,7 +24,7 @@ void compute_head_binary128(const HeadInputs& in, double dropout_p, const HeadOu
   std::vector<Real> s(static_cast<std::size_t>(S)), a(static_cast<std::size_t>(S)),
       p(static_cast<std::size_t>(S)), mult(static_cast<std::size_t>(S));
   std::vector<Real> o(static_cast<std::size_t>(Dv));
-  std::vector<std::uint8_t> att(static_cast<std::size_t>(S));
+  std::vector<std::uint8_t> att(static_cast<std::size_t>(S)), tiny(static_cast<std::size_t>(S));
   for (std::int64_t i = 0; i < L; ++i) {
     bool any = false;
     for (std::int64_t j = 0; j < S; ++j) {
@@ -50,6 +50,7 @@ void compute_head_binary128(const HeadInputs& in, double dropout_p, const HeadOu
       for (std::int64_t d = 0; d < Dv; ++d) {
         orow[d] = 0;
         out.mag_a[i * Dv + d] = out.mag_c[i * Dv + d] = out.mag_g[i * Dv + d] = 0;
+        out.mag_u[i * Dv + d] = 0;
       }
       out.lse[i] = -std::numeric_limits<double>::infinity();
       out.lse_mag_c[i] = out.lse_mag_g[i] = 0;
@@ -70,6 +71,7 @@ void compute_head_binary128(const HeadInputs& in, double dropout_p, const HeadOu
     for (std::int64_t j = 0; j < S; ++j) {
       if (!att[j]) continue;
       p[j] = expq(s[j] - m);
+      tiny[j] = p[j] < Real(kUnderflowWeight);
       z += p[j];
     }
     Real lse_c = 0, lse_g = 0;
@@ -94,6 +96,11 @@ void compute_head_binary128(const HeadInputs& in, double dropout_p, const HeadOu
       o[d] = acc;
       orow[d] = static_cast<double>(acc);
       out.mag_a[i * Dv + d] = static_cast<double>(mag);
+      Real u = 0;
+      for (std::int64_t j = 0; j < S; ++j) {
+        if (att[j] && tiny[j]) u += fabsq(mult[j] * Real(in.v[j * Dv + d]));
+      }
+      out.mag_u[i * Dv + d] = static_cast<double>(u / z);
     }
     for (std::int64_t d = 0; d < Dv; ++d) {
       Real c = 0, g = 0;

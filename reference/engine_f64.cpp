@@ -218,6 +218,7 @@ void compute_head_f64(const HeadInputs& in, double dropout_p, const HeadOutputs&
   std::vector<double> s(static_cast<std::size_t>(S)), w(s.size()), wc(s.size()), wg(s.size()),
       mult(s.size());
   std::vector<std::int64_t> keys;  // attended keys of the row
+  std::vector<std::int64_t> tiny;  // those with e_j < kUnderflowWeight
   keys.reserve(static_cast<std::size_t>(S));
   std::vector<double> o(static_cast<std::size_t>(Dvp)), am(o.size()), c(o.size()), g(o.size());
 
@@ -239,6 +240,7 @@ void compute_head_f64(const HeadInputs& in, double dropout_p, const HeadOutputs&
       const double* drow = dot.data() + (i - i0) * Sp;
       const double* mrow = mag.data() + (i - i0) * Sp;
       keys.clear();
+      tiny.clear();
       double m = kNegInf;
       bool nan = false;
       for (std::int64_t j = 0; j < S; ++j) {
@@ -256,11 +258,13 @@ void compute_head_f64(const HeadInputs& in, double dropout_p, const HeadOutputs&
       double* arow = out.mag_a + i * Dv;
       double* crow = out.mag_c + i * Dv;
       double* grow = out.mag_g + i * Dv;
+      double* urow = out.mag_u + i * Dv;
       if (keys.empty()) {  // fully masked row: O = 0, LSE = -inf (SEMANTICS.md)
         std::fill(orow, orow + Dv, 0.0);
         std::fill(arow, arow + Dv, 0.0);
         std::fill(crow, crow + Dv, 0.0);
         std::fill(grow, grow + Dv, 0.0);
+        std::fill(urow, urow + Dv, 0.0);
         out.lse[i] = kNegInf;
         out.lse_mag_c[i] = out.lse_mag_g[i] = 0;
         if (out.weights) {
@@ -277,6 +281,7 @@ void compute_head_f64(const HeadInputs& in, double dropout_p, const HeadOutputs&
         lc = std::fma(e, std::fabs(s[j]), lc);
         lg = std::fma(e, abs_scale * mrow[j], lg);
         const bool kept = !has_drop || in.kept[i * S + j];
+        if (e < kUnderflowWeight) tiny.push_back(j);
         w[j] = kept ? e : 0.0;
         mult[j] = kept ? keep_scale : 0.0;
         wc[j] = e * std::fabs(s[j]);
@@ -308,6 +313,9 @@ void compute_head_f64(const HeadInputs& in, double dropout_p, const HeadOutputs&
       }
       for (std::int64_t d = 0; d < Dv; ++d) {
         crow[d] = c[d] / z;
+        double u = 0;
+        for (std::int64_t j : tiny) u += mult_or_one(has_drop, mult[j]) * va[j * Dvp + d];
+        urow[d] = u / z;
         grow[d] = g[d] / z;
       }
       if (out.weights) {

@@ -40,10 +40,16 @@ struct HeadOutputs {
   double* mag_a;        // [L][Dv]
   double* mag_c;        // [L][Dv]
   double* mag_g;        // [L][Dv]
+  double* mag_u;        // [L][Dv]
   double* lse_mag_c;    // [L]
   double* lse_mag_g;    // [L]
   std::int64_t len_kv;  // S, the row stride of weights
 };
+
+// Unnormalised softmax weights e_j = exp(s_j - max_k s_k) below this may underflow in the
+// type a kernel holds P in: 2^-14 is the smallest normal f16 (f32 and bf16 underflow only
+// below 2^-126). Result::mag_u sums over these keys.
+constexpr double kUnderflowWeight = 0x1p-14;
 
 // The two arithmetic engines. Rows i >= L_b are left as the caller initialised them.
 void compute_head_f64(const HeadInputs& in, double dropout_p, const HeadOutputs& out);

@@ -34,6 +34,7 @@ Result run_sdpa(const Problem& p, const Inputs& in, Precision precision, int thr
   r.mag_a.assign(n_out, 0.0);
   r.mag_c.assign(n_out, 0.0);
   r.mag_g.assign(n_out, 0.0);
+  r.mag_u.assign(n_out, 0.0);
   r.lse.assign(n_row, kNegInf);
   r.lse_mag_c.assign(n_row, 0.0);
   r.lse_mag_g.assign(n_row, 0.0);
@@ -54,6 +55,7 @@ Result run_sdpa(const Problem& p, const Inputs& in, Precision precision, int thr
                     r.mag_a.data() + row0 * Dv,
                     r.mag_c.data() + row0 * Dv,
                     r.mag_g.data() + row0 * Dv,
+                    r.mag_u.data() + row0 * Dv,
                     r.lse_mag_c.data() + row0,
                     r.lse_mag_g.data() + row0,
                     S};

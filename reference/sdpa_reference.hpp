@@ -33,9 +33,13 @@ struct Result {
   std::vector<double> weights;  // [B, Hq, L, S]    P after dropout (only if want_weights)
   // Error magnitudes, with P the softmax before dropout, d_j = keep_j / (1 - p) (1 without
   // dropout), s_j the final logit and a_j = |scale| * sum_e |Q_ie K_je|:
-  std::vector<double> mag_a;    // [B, Hq, L, Dv]   sum_j P_j |d_j V_jd|
-  std::vector<double> mag_c;    // [B, Hq, L, Dv]   sum_j P_j |s_j| |d_j V_jd - O_d|
-  std::vector<double> mag_g;    // [B, Hq, L, Dv]   sum_j P_j a_j |d_j V_jd - O_d|
+  std::vector<double> mag_a;  // [B, Hq, L, Dv]   sum_j P_j |d_j V_jd|
+  std::vector<double> mag_c;  // [B, Hq, L, Dv]   sum_j P_j |s_j| |d_j V_jd - O_d|
+  std::vector<double> mag_g;  // [B, Hq, L, Dv]   sum_j P_j a_j |d_j V_jd - O_d|
+  // Keys whose weight may underflow (e_j = exp(s_j - max s) < kUnderflowWeight, head_inputs.hpp),
+  // z = sum_j e_j: a kernel's P_j there carries an absolute error of up to half the P
+  // type's subnormal spacing, relative to the row's largest weight 1.
+  std::vector<double> mag_u;      // [B, Hq, L, Dv]   sum_{j: e_j < 2^-14} |d_j V_jd| / z
   std::vector<double> lse_mag_c;  // [B, Hq, L]     sum_j P_j |s_j|
   std::vector<double> lse_mag_g;  // [B, Hq, L]     sum_j P_j a_j
 };

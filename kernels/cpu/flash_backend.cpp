@@ -74,9 +74,10 @@ flash::ScratchLayout scratch_layout(i64 dqk, i64 dv, bool dropout, bool bf16_dot
   };
   const i64 rp = round_up(kRowTile, kRowAlign), bc = kKeyBlock;
   const i64 dq2 = (dqk + 1) / 2;
+  // The f32 arrays are there on the bf16 dot path too: its redone rows take the f32 path.
   s.qt = take(dqk * rp * 4);
-  s.kb = take(bf16_dot ? 0 : bc * dqk * 4);
-  s.vb = take(bf16_dot ? 0 : bc * dv * 4);
+  s.kb = take(bc * dqk * 4);
+  s.vb = take(bc * dv * 4);
   s.st = take(bc * rp * 4);
   s.ot = take(dv * rp * 4);
   s.keep = take(dropout ? bc * rp * 4 : 0);

@@ -233,10 +233,12 @@ inline VM vlt(VF a, VF b) { return {_mm512_cmp_ps_mask(a.x, b.x, _CMP_LT_OQ)}; }
 inline VM veq(VF a, VF b) { return {_mm512_cmp_ps_mask(a.x, b.x, _CMP_EQ_OQ)}; }
 inline VM vand(VM a, VM b) { return {static_cast<__mmask16>(a.x & b.x)}; }
 inline VF vselect(VM m, VF a, VF b) { return {_mm512_mask_blend_ps(m.x, b.x, a.x)}; }
-// 2^x with vrndscaleps and vscalefps: 10 instructions. x is clamped at -160 (NaN kept), so
-// 2^n underflows to exactly 0 for x <= -150 (and for -inf); (-150, -126) gives subnormals.
-inline VF vexp2(VF a) {
-  const __m512 x = _mm512_max_ps(_mm512_set1_ps(-160.0f), a.x);
+// 2^(x + Boost) with vrndscaleps and vscalefps: 10 instructions; the power of two 2^Boost
+// is applied exactly, in the scaling. x is clamped at -160 - Boost (NaN kept), so the result
+// underflows to exactly 0 for x + Boost <= -150 (and for -inf); (-150, -126) gives subnormals.
+template <int Boost>
+inline VF vexp2_boosted(VF a) {
+  const __m512 x = _mm512_max_ps(_mm512_set1_ps(-160.0f - Boost), a.x);
   const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   const __m512 f = _mm512_sub_ps(x, n);
   __m512 r = _mm512_fmadd_ps(_mm512_set1_ps(kP0), f, _mm512_set1_ps(kP1));
@@ -245,9 +247,18 @@ inline VF vexp2(VF a) {
   r = _mm512_fmadd_ps(r, f, _mm512_set1_ps(kP4));
   r = _mm512_fmadd_ps(r, f, _mm512_set1_ps(kP5));
   r = _mm512_fmadd_ps(r, f, _mm512_set1_ps(1.0f));
-  return {_mm512_scalef_ps(r, n)};
+  return {_mm512_scalef_ps(r, Boost == 0 ? n : _mm512_add_ps(n, _mm512_set1_ps(Boost)))};
 }
+inline VF vexp2(VF a) { return vexp2_boosted<0>(a); }
 
+#endif
+
+#if FLASH_LEVEL < 2
+template <int Boost>
+inline VF vexp2_boosted(VF a) {
+  static_assert(Boost == 0, "P is boosted on the bf16 dot path only (AVX-512)");
+  return vexp2(a);
+}
 #endif
 
 // ================================================================== rows of elements
@@ -573,7 +584,8 @@ inline void row_interval(const Params& p, i64 i, i64 lb, i64 sb, i64* lo, i64* h
 // Online softmax of rows [r, r + W) over keys [ja, jb) of the block: scales the logits (by
 // `sc`, into base 2), masks keys outside each row's [rlo, rhi) unless `full`, updates the
 // running max m and sum l, leaves the rescale factor in alpha and P^T (times the dropout
-// keep factor) in st.
+// keep factor) in st. P and l are both 2^Boost times their values (exactly; see run_item).
+template <int Boost>
 inline void softmax_rows(float* st, i64 lds, i64 r, i64 ja, i64 jb, bool full, bool scaled,
                          float sc, const float* rlo, const float* rhi, float* m, float* l,
                          float* alpha, const float* keep) {
@@ -624,13 +636,13 @@ inline void softmax_rows(float* st, i64 lds, i64 r, i64 ja, i64 jb, bool full, b
   VF sum = vzero();
   if (keep) {
     for (i64 j = ja; j < jb; ++j) {
-      const VF e = vexp2(vsub(vload(col + j * lds), muse));
+      const VF e = vexp2_boosted<Boost>(vsub(vload(col + j * lds), muse));
       sum = vadd(sum, e);
       vstore(col + j * lds, vmul(e, vload(keep + j * lds + r)));
     }
   } else {
     for (i64 j = ja; j < jb; ++j) {
-      const VF e = vexp2(vsub(vload(col + j * lds), muse));
+      const VF e = vexp2_boosted<Boost>(vsub(vload(col + j * lds), muse));
       sum = vadd(sum, e);
       vstore(col + j * lds, e);
     }
@@ -707,6 +719,18 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
   std::uint32_t* P2 = at<std::uint32_t>(scr, sl.p2);
   const i64 Dq2 = (Dq + 1) / 2;
 #endif
+  auto load_qt_f32 = [&] {
+    for (i64 r = 0; r < Rp; ++r) {
+      if (r < R) {
+        load_row(p.dtype, p.q, q_offset(r), p.qs[3], Dq, tmp);
+        for (i64 d = 0; d < Dq; ++d) {
+          QT[d * Rp + r] = static_cast<float>(static_cast<double>(tmp[d]) * qscale);
+        }
+      } else {
+        for (i64 d = 0; d < Dq; ++d) QT[d * Rp + r] = 0;
+      }
+    }
+  };
   if (jmax >= jmin) {
     if (bf16_dot) {
 #if FLASH_LEVEL == 3
@@ -722,33 +746,34 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
       }
 #endif
     } else {
-      for (i64 r = 0; r < Rp; ++r) {
-        if (r < R) {
-          load_row(p.dtype, p.q, q_offset(r), p.qs[3], Dq, tmp);
-          for (i64 d = 0; d < Dq; ++d) {
-            QT[d * Rp + r] = static_cast<float>(static_cast<double>(tmp[d]) * qscale);
-          }
-        } else {
-          for (i64 d = 0; d < Dq; ++d) QT[d * Rp + r] = 0;
-        }
-      }
+      load_qt_f32();
     }
   }
 
   const bool direct_k = !bf16_dot && p.dtype == DType::f32 && p.ks[3] == 1;
   const bool direct_v = !bf16_dot && p.dtype == DType::f32 && p.vs[3] == 1;
   const i64 ldk = direct_k ? p.ks[2] : Dq, ldv = direct_v ? p.vs[2] : Dv;
-  // Logits in base 2: without softcap or mask the factor scale * log2(e) is folded into Q
-  // (rounded once, in f64); the bf16 dot path keeps Q in bf16 and scales the logits.
-  const bool scaled = bf16_dot && !prescale;
   const float sc = static_cast<float>(p.scale * kLog2eD);
-  const i64 panel_rows = bf16_dot ? 64 : kPanel;
 
   // Overflow guard (overflow_guard.hpp): pass 0 runs with P as is; rows whose O^T left the
   // f32 range are flagged in `redo` and computed again in pass 1 with P scaled by 2^-shift.
+  // The bf16 dot path runs in pass 0 only, with P and l both 2^kPBoost times their values
+  // (the boost cancels in O = O^T / l and is taken out of the LSE): vcvtne2ps2bf16 and
+  // vdpbf16ps flush subnormal P and subnormal products P V to zero, and the boost moves
+  // what is flushed from below 2^-126 to below 2^-126-kPBoost, under the f32 path's own
+  // limit (2^-149). Powers of two are exact, so P above 2^-126 gives the unboosted bits.
+  // Its redone rows take the f32 path, whose subnormals are gradual.
+  constexpr int kPBoost = 32;
   bool redo[kRowTile] = {};
   int shift = 0;
   for (int pass = 0; pass < 2; ++pass) {
+    const bool dot = bf16_dot && pass == 0;  // this pass runs the bf16 dot path
+    // Logits in base 2: without softcap or mask the factor scale * log2(e) is folded into Q
+    // (rounded once, in f64); the bf16 dot path keeps Q in bf16 and scales the logits.
+    const bool scaled = dot && !prescale;
+    const i64 panel_rows = dot ? 64 : kPanel;
+    const i64 rows_per_vec = dot ? 16 : W;
+    if (bf16_dot && !dot && jmax >= jmin) load_qt_f32();
     const float pscale = std::ldexp(1.0f, -shift);
     for (i64 r = 0; r < Rp; ++r) {
       mrow[r] = kNegInf;
@@ -774,7 +799,7 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
       for (i64 r0 = 0; r0 < Rp; r0 += panel_rows) {
         Panel pn;
         pn.r0 = r0;
-        pn.nv = static_cast<int>(imin(panel_rows, Rp - r0) / (bf16_dot ? 16 : W));
+        pn.nv = static_cast<int>(imin(panel_rows, Rp - r0) / rows_per_vec);
         i64 ja = n, jb = 0;
         bool full = true;
         for (i64 r = r0; r < imin(r0 + panel_rows, R); ++r) {
@@ -785,7 +810,7 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
           if (rlo[r] != 0 || rhi[r] != n) full = false;
         }
         if (ja >= jb) continue;  // no row of the panel attends this block
-        if (bf16_dot) {
+        if (dot) {
           ja &= ~i64(1);
           jb = round_up(jb, 2);
           if (jb != n) full = false;
@@ -805,7 +830,7 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
       const u32a* kb2blk = KB2;
       i64 ldk2 = Dq2;
 #endif
-      if (bf16_dot) {
+      if (dot) {
 #if FLASH_LEVEL == 3
         // K rows are used in place as bf16 pairs when whole pairs are contiguous and the block
         // needs no zero key to complete its last pair; else copied with zero padding.
@@ -871,7 +896,7 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
         const Panel& pn = panels[pi];
         const i64 ja = pn.ja, jb = pn.jb;
         // GEMM 1: logits of the panel's keys.
-        if (bf16_dot) {
+        if (dot) {
 #if FLASH_LEVEL == 3
           for (i64 j = ja, mr = 0; j < jb; j += mr) {
             mr = tile_rows(kBMR, jb - j);
@@ -885,7 +910,7 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
             kGemm1[pn.nv][mr](kblk + j * ldk, ldk, QT + pn.r0, Rp, Dq, ST + j * Rp + pn.r0, Rp);
           }
         }
-        const i64 rend = imin(pn.r0 + pn.nv * (bf16_dot ? 16 : W), R);
+        const i64 rend = imin(pn.r0 + pn.nv * rows_per_vec, R);
         const i64 jc = imin(jb, n);  // keys that exist (the bf16 pair padding does not)
         // Softcap, additive and boolean masks: elementwise, into base-2 logits.
         if (prescale) {
@@ -916,17 +941,24 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
           }
         }
         // Online softmax, one vector of rows at a time.
-        for (i64 r = pn.r0; r < pn.r0 + pn.nv * (bf16_dot ? 16 : W); r += W) {
-          softmax_rows(ST, Rp, r, ja, jb, pn.full, scaled, sc, rlo, rhi, mrow, lrow, arow,
-                       p.dropout ? KEEP : nullptr);
+        for (i64 r = pn.r0; r < pn.r0 + pn.nv * rows_per_vec; r += W) {
+#if FLASH_LEVEL == 3
+          if (dot) {
+            softmax_rows<kPBoost>(ST, Rp, r, ja, jb, pn.full, scaled, sc, rlo, rhi, mrow, lrow,
+                                  arow, p.dropout ? KEEP : nullptr);
+            continue;
+          }
+#endif
+          softmax_rows<0>(ST, Rp, r, ja, jb, pn.full, scaled, sc, rlo, rhi, mrow, lrow, arow,
+                          p.dropout ? KEEP : nullptr);
         }
         if (shift != 0) {
           const VF f = vset(pscale);
-          for (i64 r = pn.r0; r < pn.r0 + pn.nv * (bf16_dot ? 16 : W); r += W)
+          for (i64 r = pn.r0; r < pn.r0 + pn.nv * rows_per_vec; r += W)
             for (i64 j = ja; j < jb; ++j) vstore(ST + j * Rp + r, vmul(vload(ST + j * Rp + r), f));
         }
         // GEMM 2: rescale the accumulators and add P V.
-        if (bf16_dot) {
+        if (dot) {
 #if FLASH_LEVEL == 3
           pack_p_pairs(ST, Rp, ja / 2, jb / 2, pn.r0, pn.nv, P2);
           for (i64 d = 0, mr = 0; d < Dv; d += mr) {
@@ -957,9 +989,9 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
         continue;
       }
       if (p.lse) {
+        const double m = double(mrow[r]) - (dot ? kPBoost : 0);
         p.lse[(b * p.heads_q + h) * p.len_q + i] =
-            l == 0 ? kNegInf
-                   : static_cast<float>(double(mrow[r]) * kLn2 + std::log(static_cast<double>(l)));
+            l == 0 ? kNegInf : static_cast<float>(m * kLn2 + std::log(static_cast<double>(l)));
       }
       if (Dv == 0) continue;
       if (l == 0) {

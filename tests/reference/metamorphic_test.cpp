@@ -129,6 +129,7 @@ Result permute_result(const Problem& p, const Result& r, std::int64_t outer,
   out.mag_a = permute_dim(r.mag_a, outer, perm, rows * p.head_dim_v);
   out.mag_c = permute_dim(r.mag_c, outer, perm, rows * p.head_dim_v);
   out.mag_g = permute_dim(r.mag_g, outer, perm, rows * p.head_dim_v);
+  out.mag_u = permute_dim(r.mag_u, outer, perm, rows * p.head_dim_v);
   out.lse = permute_dim(r.lse, outer, perm, rows);
   out.lse_mag_c = permute_dim(r.lse_mag_c, outer, perm, rows);
   out.lse_mag_g = permute_dim(r.lse_mag_g, outer, perm, rows);

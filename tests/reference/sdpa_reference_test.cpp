@@ -180,6 +180,35 @@ TEST(ReferenceApi, MagnitudesOfAHandCase) {
   EXPECT_NEAR(r.lse_mag_g[0], 2.0, 4 * kU64);
 }
 
+TEST(ReferenceApi, UnderflowMagnitudeSumsTheKeysWithTinyWeights) {
+  // Dqk = 1, Q = 1, scale 1: logits {0, -5, -20, -30} give weights e_j = exp(s_j) of which
+  // exp(-5) > 2^-14 > exp(-20), exp(-30): U = (|V_2| + |V_3|) / z, z = sum_j e_j.
+  Problem p = make_problem(1, 1, 1, 1, 4, 1, 2);
+  p.scale = 1.0;
+  Data d = zero_data(p);
+  d.q[0] = 1;
+  const double v[4][2] = {{1, -2}, {3, 4}, {-5, 6}, {7, -8}};
+  for (int j = 0; j < 4; ++j) {
+    d.k[j] = j == 1 ? -5.0 : -10.0 * j;
+    d.v[2 * j] = v[j][0];
+    d.v[2 * j + 1] = v[j][1];
+  }
+  const double z = 1 + std::exp(-5.0) + std::exp(-20.0) + std::exp(-30.0);
+  for (Precision prec : {Precision::f64, Precision::binary128}) {
+    const Result r = run(p, d, prec);
+    EXPECT_NEAR(r.mag_u[0], 12 / z, 32 * kU64);
+    EXPECT_NEAR(r.mag_u[1], 14 / z, 32 * kU64);
+  }
+  // Key 1 moved to -20 counts too.
+  d.k[1] = -20;
+  EXPECT_NEAR(run(p, d).mag_u[0], 15 / (1 + 2 * std::exp(-20.0) + std::exp(-30.0)), 32 * kU64);
+  // Plain data (every weight well above 2^-14): U = 0.
+  Problem q = make_problem(2, 2, 1, 5, 9, 4, 3);
+  Data e = zero_data(q);
+  fill_random(q, e, 5);
+  for (double u : run(q, e).mag_u) EXPECT_EQ(u, 0.0);
+}
+
 TEST(ReferenceApi, MagnitudesAreZeroForMaskedRowsAndBoundTheOutput) {
   Problem p = make_problem(2, 4, 2, 6, 11, 5, 4, DType::f32);
   p.causal = Causal::bottom_right;  // L_b > S_b for b = 1: leading rows fully masked
@@ -211,7 +240,8 @@ TEST(ReferenceApi, MagnitudesAreZeroForMaskedRowsAndBoundTheOutput) {
           for (std::int64_t c = 0; c < 4; ++c) {
             const std::size_t x = oi(p, b, h, i, c);
             EXPECT_TRUE(std::isfinite(r.mag_a[x]) && std::isfinite(r.mag_c[x]) &&
-                        std::isfinite(r.mag_g[x]));
+                        std::isfinite(r.mag_g[x]) && std::isfinite(r.mag_u[x]));
+            EXPECT_GE(r.mag_u[x], 0.0);
             EXPECT_GE(r.mag_c[x], 0.0);
             EXPECT_GE(r.mag_g[x], 0.0);
             // A = sum P |d V| >= |sum P d V| = |O| (up to the last bits of both sums).
@@ -221,6 +251,7 @@ TEST(ReferenceApi, MagnitudesAreZeroForMaskedRowsAndBoundTheOutput) {
               EXPECT_EQ(r.mag_a[x], 0.0);
               EXPECT_EQ(r.mag_c[x], 0.0);
               EXPECT_EQ(r.mag_g[x], 0.0);
+              EXPECT_EQ(r.mag_u[x], 0.0);
             }
           }
         }

@@ -249,6 +249,7 @@ inline std::string diff_results(const Result& a, const Result& b) {
                 {"mag_a", &Result::mag_a},
                 {"mag_c", &Result::mag_c},
                 {"mag_g", &Result::mag_g},
+                {"mag_u", &Result::mag_u},
                 {"lse_mag_c", &Result::lse_mag_c},
                 {"lse_mag_g", &Result::lse_mag_g}};
   for (const auto& f : fields) {

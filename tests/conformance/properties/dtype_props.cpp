@@ -129,6 +129,54 @@ TEST_P(Dtype, SubnormalValuesBf16) {
   check_generator(backend(), options(), {DType::bf16}, {"denormals"});
 }
 
+// Probabilities below the smallest normal f32 (2^-126) times values near the maximum are
+// normal output terms; a kernel that flushes subnormal P loses them (vcvtne2ps2bf16 and
+// vdpbf16ps do: docs/KERNELS.md, "Range"). Every row's largest logit is 0, at key 0, whose V
+// is 0; every other key has a logit in [-100, -88] (P in [2^-145, 2^-126]) and |V| in
+// [2^120, 2^127), so O consists of subnormal-P terms only, each between about 2^-25 and 1.
+TEST_P(Dtype, SubnormalProbabilitiesTimesLargeValues) {
+  std::vector<DType> declared;
+  for (DType t : {DType::f32, DType::bf16}) {
+    if (has_dtype(backend(), t)) declared.push_back(t);
+  }
+  if (declared.empty()) GTEST_SKIP() << backend().name() << " declares neither f32 nor bf16";
+  check("O made of P < 2^-126 times V near the maximum", [&] {
+    const Heads h = gen_heads();
+    const std::int64_t S = in_range(2, 40), Dq = in_range(1, 8), Dv = in_range(1, 32);
+    Problem p =
+        make_problem(in_range(1, 2), h.q, h.kv, in_range(1, 8), S, Dq, Dv, one_of(declared));
+    p.scale = 1;
+    p.want_lse = backend().capabilities().lse_output;
+    const Case c{p, {"int", static_cast<std::uint64_t>(in_range(0, 1 << 20))}};
+    Tensors t = read_inputs(p, make_inputs(c));
+    for (std::size_t x = 0; x < t.q.size(); ++x) t.q[x] = x % Dq == 0;  // q = e_0
+    for (std::int64_t b = 0; b < p.batch; ++b)
+      for (std::int64_t hk = 0; hk < p.heads_kv; ++hk)
+        for (std::int64_t j = 0; j < S; ++j) {
+          // Exact in bf16: integers below 256 times powers of two.
+          t.k[at(b, hk, j, 0, p.heads_kv, S, Dq)] = j == 0 ? 0.0 : -double(88 + (7 * j + b) % 13);
+          for (std::int64_t d = 0; d < Dv; ++d) {
+            const double mant = double(128 + (31 * j + 17 * d + 5 * hk) % 128);
+            t.v[at(b, hk, j, d, p.heads_kv, S, Dv)] =
+                j == 0 ? 0.0 : ((j + d) % 2 ? -1 : 1) * std::ldexp(mant, 113 + int((j + d) % 7));
+          }
+        }
+    const InputBuffers in = write_inputs(p, t);
+    const std::string id = repro(backend(), c, options()) +
+                           " with Q, K and V of SubnormalProbabilitiesTimesLargeValues";
+    Outputs out;
+    if (std::string why = run_kernel(backend(), p, in, options(), &out); !why.empty()) {
+      fail(why + "\n  " + id);
+    }
+    const Bounds bd = bounds(backend(), p, in);
+    for (const std::string& why :
+         {compare(out.o, bd.ref.o, bd.o, "o"),
+          p.want_lse ? compare(out.lse, bd.ref.lse, bd.lse, "lse") : std::string()}) {
+      if (!why.empty()) fail(why + "\n  " + id);
+    }
+  });
+}
+
 // No NaN hiding (SEMANTICS.md "Non-finite inputs"): a NaN in one element of Q, K or V makes
 // every output its row or key reaches NaN, as in the reference (the judge requires NaN to
 // meet NaN). No masks: at a masked key a backend may or may not read the value
