@@ -3,7 +3,9 @@
 // median seconds over --repeat runs (after --warmup untimed runs), GFLOP/s with forward
 // FLOPs = 4 * B * Hq * L * S * D (D = (Dqk + Dv) / 2, halved when causal), and the bytes of
 // K and V read per second (the figure of merit of decode shapes, L = 1). cpu_seconds_best
-// (process CPU time of the fastest run, all threads) shows whether the cores were shared.
+// (process CPU time of the fastest run, all threads) shows whether the cores were shared;
+// Linux adds the CPU time of threads running on other cores at scheduler ticks (a few ms),
+// so for runs that short it under-counts them and means little.
 //
 // Exit codes: 0 timed; 2 bad usage: unknown backend or SIMD target, invalid case ID or
 // problem, or a problem the backend declines (every reason is printed).
@@ -14,6 +16,7 @@
 #include <ctime>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <utility>
 #include <vector>
 
 #include "cli/commands.hpp"
@@ -109,17 +112,17 @@ int run(const Options& opt) {
                     p.want_weights ? weights.data() : nullptr};
   const RunOptions ro{opt.threads, opt.simd};
   for (int k = 0; k < opt.warmup; ++k) backend->run(p, buf, ro);
-  std::vector<double> times, cpu_times;
+  std::vector<std::pair<double, double>> runs;  // (wall seconds, process CPU seconds)
   for (int k = 0; k < opt.repeat; ++k) {
     const double c0 = process_cpu_seconds();
     const auto t0 = std::chrono::steady_clock::now();
     backend->run(p, buf, ro);
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    cpu_times.push_back(process_cpu_seconds() - c0);
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    runs.emplace_back(wall, process_cpu_seconds() - c0);
   }
-  std::sort(times.begin(), times.end());
-  std::sort(cpu_times.begin(), cpu_times.end());
-  const double best = times.front(), median = times[times.size() / 2];
+  std::sort(runs.begin(), runs.end());
+  const double best = runs.front().first, median = runs[runs.size() / 2].first;
   const double flops = forward_flops(p), bytes = kv_bytes(p);
   std::string simd = opt.simd;
   if (backend->capabilities().device == DeviceKind::cpu) {
@@ -130,10 +133,10 @@ int run(const Options& opt) {
   j["case"] = format_case_id(c);
   j["threads"] = opt.threads > 0 ? opt.threads : omp_get_max_threads();
   j["simd"] = simd;
-  j["repeat"] = times.size();
+  j["repeat"] = runs.size();
   j["seconds_best"] = best;
   j["seconds_median"] = median;
-  j["cpu_seconds_best"] = cpu_times.front();  // process CPU time, all threads together
+  j["cpu_seconds_best"] = runs.front().second;  // of the fastest run, all threads together
   j["gflops_best"] = flops / best * 1e-9;
   j["gflops_median"] = flops / median * 1e-9;
   j["kv_bytes"] = bytes;
