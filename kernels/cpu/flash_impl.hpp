@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "core/dtype.hpp"
 #include "core/philox.hpp"
@@ -581,21 +582,24 @@ inline void row_interval(const Params& p, i64 i, i64 lb, i64 sb, i64* lo, i64* h
   *hi = z;
 }
 
-// Online softmax of rows [r, r + W) over keys [ja, jb) of the block: scales the logits (by
-// `sc`, into base 2), masks keys outside each row's [rlo, rhi) unless `full`, updates the
-// running max m and sum l, leaves the rescale factor in alpha and P^T (times the dropout
-// keep factor) in st. P and l are both 2^Boost times their values (exactly; see run_item).
+// Online softmax of rows [r, r + W) over keys [ja, jb) of the block. st holds x, the logits
+// in units where the base-2 logit is x * c (c > 0): masks keys outside each row's
+// [rlo, rhi) unless `full`, updates the running max m (of x) and sum l, leaves the rescale
+// factor in alpha and P^T (times the dropout keep factor) in st. The exponent is
+// (x - m) * c: subtracting the max first keeps its rounding relative to |x - m|, not |x|, so
+// exact logits (integer data) stay as accurate as the naive computation's. P and l are both
+// 2^Boost times their values (exactly; see run_item).
 template <int Boost>
-inline void softmax_rows(float* st, i64 lds, i64 r, i64 ja, i64 jb, bool full, bool scaled,
-                         float sc, const float* rlo, const float* rhi, float* m, float* l,
-                         float* alpha, const float* keep) {
+inline void softmax_rows(float* st, i64 lds, i64 r, i64 ja, i64 jb, bool full, float c,
+                         const float* rlo, const float* rhi, float* m, float* l, float* alpha,
+                         const float* keep) {
   float* col = st + r;
-  const VF vsc = vset(sc);
+  const VF vc = vset(c);
   const VF ninf = vset(kNegInf);
   VF mx = ninf;
   // Maxima over keys in two or four independent chains (max is exact, so the order does
   // not matter) to hide the latency of vmaxps.
-  if (full && !scaled) {
+  if (full) {
     VF m1 = ninf, m2 = ninf, m3 = ninf;
     i64 j = ja;
     for (; j + 4 <= jb; j += 4) {
@@ -606,20 +610,12 @@ inline void softmax_rows(float* st, i64 lds, i64 r, i64 ja, i64 jb, bool full, b
     }
     for (; j < jb; ++j) mx = vmax(mx, vload(col + j * lds));
     mx = vmax(vmax(mx, m1), vmax(m2, m3));
-  } else if (full) {
-    for (i64 j = ja; j < jb; ++j) {
-      const VF t = vmul(vload(col + j * lds), vsc);
-      vstore(col + j * lds, t);
-      mx = vmax(mx, t);
-    }
   } else {
     const VF a = vload(rlo + r), z = vload(rhi + r);
     VF m1 = ninf;
     for (i64 j = ja; j < jb; ++j) {
       const VF jf = vset(static_cast<float>(j));
-      VF t = vload(col + j * lds);
-      if (scaled) t = vmul(t, vsc);
-      t = vselect(vand(vle(a, jf), vlt(jf, z)), t, ninf);
+      const VF t = vselect(vand(vle(a, jf), vlt(jf, z)), vload(col + j * lds), ninf);
       vstore(col + j * lds, t);
       if (j & 1) {
         m1 = vmax(m1, t);
@@ -632,17 +628,17 @@ inline void softmax_rows(float* st, i64 lds, i64 r, i64 ja, i64 jb, bool full, b
   const VF mold = vload(m + r);
   const VF mnew = vmax(mold, mx);
   const VF muse = vselect(veq(mnew, ninf), vzero(), mnew);  // all masked so far: exps are 0
-  const VF al = vexp2(vsub(mold, muse));
+  const VF al = vexp2(vmul(vsub(mold, muse), vc));
   VF sum = vzero();
   if (keep) {
     for (i64 j = ja; j < jb; ++j) {
-      const VF e = vexp2_boosted<Boost>(vsub(vload(col + j * lds), muse));
+      const VF e = vexp2_boosted<Boost>(vmul(vsub(vload(col + j * lds), muse), vc));
       sum = vadd(sum, e);
       vstore(col + j * lds, vmul(e, vload(keep + j * lds + r)));
     }
   } else {
     for (i64 j = ja; j < jb; ++j) {
-      const VF e = vexp2_boosted<Boost>(vsub(vload(col + j * lds), muse));
+      const VF e = vexp2_boosted<Boost>(vmul(vsub(vload(col + j * lds), muse), vc));
       sum = vadd(sum, e);
       vstore(col + j * lds, e);
     }
@@ -673,7 +669,15 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
   const bool bf16_dot = FLASH_LEVEL == 3 && p.bf16_dot;
   const bool prescale = p.mask_kind != 0 || p.softcap > 0;  // elementwise logit pass
   const float scale_f = static_cast<float>(p.scale);
-  const double qscale = prescale ? 1.0 : p.scale * kLog2eD;
+  // Logit units (softmax_rows): with an elementwise pass, x is the natural-log logit and
+  // c = log2(e); without one, x = Q.K with the sign of the scale folded into Q (exactly) and
+  // c = |scale| log2(e). lse_unit turns x into natural-log units for the LSE. c is kept
+  // positive and nonzero (scale 0 gives 2^-126: every exponent rounds to 0, and -inf stays).
+  const bool negate_q = !prescale && p.scale < 0;
+  const double qscale = negate_q ? -1.0 : 1.0;
+  const double lse_unit = prescale ? 1.0 : std::fabs(p.scale);
+  const float c_base2 =
+      std::fmax(static_cast<float>(lse_unit * kLog2eD), std::numeric_limits<float>::min());
 
   float* QT = at<float>(scr, sl.qt);
   float* KB = at<float>(scr, sl.kb);
@@ -739,7 +743,8 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
         if (r < R) {
           load_row_bits(p.q, q_offset(r), p.qs[3], Dq, row);
           for (i64 e = 0; e < Dq2; ++e)
-            QT2[e * Rp + r] = row[2 * e] | (std::uint32_t(row[2 * e + 1]) << 16);
+            QT2[e * Rp + r] = (row[2 * e] | (std::uint32_t(row[2 * e + 1]) << 16)) ^
+                              (negate_q ? 0x80008000u : 0u);
         } else {
           for (i64 e = 0; e < Dq2; ++e) QT2[e * Rp + r] = 0;
         }
@@ -753,7 +758,6 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
   const bool direct_k = !bf16_dot && p.dtype == DType::f32 && p.ks[3] == 1;
   const bool direct_v = !bf16_dot && p.dtype == DType::f32 && p.vs[3] == 1;
   const i64 ldk = direct_k ? p.ks[2] : Dq, ldv = direct_v ? p.vs[2] : Dv;
-  const float sc = static_cast<float>(p.scale * kLog2eD);
 
   // Overflow guard (overflow_guard.hpp): pass 0 runs with P as is; rows whose O^T left the
   // f32 range are flagged in `redo` and computed again in pass 1 with P scaled by 2^-shift.
@@ -768,9 +772,6 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
   int shift = 0;
   for (int pass = 0; pass < 2; ++pass) {
     const bool dot = bf16_dot && pass == 0;  // this pass runs the bf16 dot path
-    // Logits in base 2: without softcap or mask the factor scale * log2(e) is folded into Q
-    // (rounded once, in f64); the bf16 dot path keeps Q in bf16 and scales the logits.
-    const bool scaled = dot && !prescale;
     const i64 panel_rows = dot ? 64 : kPanel;
     const i64 rows_per_vec = dot ? 16 : W;
     if (bf16_dot && !dot && jmax >= jmin) load_qt_f32();
@@ -925,7 +926,7 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
               } else if (p.mask_kind == 1) {
                 if (static_cast<const std::uint8_t*>(p.mask)[mo + j * p.ms[3]] == 0) s = kNegInf;
               }
-              ST[j * Rp + r] = static_cast<float>(static_cast<double>(s) * kLog2eD);
+              ST[j * Rp + r] = s;
             }
           }
         }
@@ -944,12 +945,12 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
         for (i64 r = pn.r0; r < pn.r0 + pn.nv * rows_per_vec; r += W) {
 #if FLASH_LEVEL == 3
           if (dot) {
-            softmax_rows<kPBoost>(ST, Rp, r, ja, jb, pn.full, scaled, sc, rlo, rhi, mrow, lrow,
-                                  arow, p.dropout ? KEEP : nullptr);
+            softmax_rows<kPBoost>(ST, Rp, r, ja, jb, pn.full, c_base2, rlo, rhi, mrow, lrow, arow,
+                                  p.dropout ? KEEP : nullptr);
             continue;
           }
 #endif
-          softmax_rows<0>(ST, Rp, r, ja, jb, pn.full, scaled, sc, rlo, rhi, mrow, lrow, arow,
+          softmax_rows<0>(ST, Rp, r, ja, jb, pn.full, c_base2, rlo, rhi, mrow, lrow, arow,
                           p.dropout ? KEEP : nullptr);
         }
         if (shift != 0) {
@@ -989,9 +990,9 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
         continue;
       }
       if (p.lse) {
-        const double m = double(mrow[r]) - (dot ? kPBoost : 0);
-        p.lse[(b * p.heads_q + h) * p.len_q + i] =
-            l == 0 ? kNegInf : static_cast<float>(m * kLn2 + std::log(static_cast<double>(l)));
+        const double lse = double(mrow[r]) * lse_unit + std::log(static_cast<double>(l)) -
+                           (dot ? kPBoost * kLn2 : 0.0);
+        p.lse[(b * p.heads_q + h) * p.len_q + i] = l == 0 ? kNegInf : static_cast<float>(lse);
       }
       if (Dv == 0) continue;
       if (l == 0) {
