@@ -25,8 +25,12 @@ T round_to(DType t, T x) {
 }
 
 template <typename T>
-std::vector<double> naive(const Problem& p, const reference::Inputs& in,
-                          const PrecisionContract& c) {
+std::vector<double> naive(const Problem& p, const reference::Inputs& in, const PrecisionContract& c,
+                          SumOrder order) {
+  // Index of the n-th term of a sum of `count` terms in the chosen order.
+  const auto nth = [order](std::int64_t n, std::int64_t count) {
+    return order == SumOrder::forward ? n : count - 1 - n;
+  };
   const std::int64_t B = p.batch, H = p.heads_q, L = p.len_q, S = p.len_kv, Dq = p.head_dim_qk,
                      Dv = p.head_dim_v;
   std::vector<double> out(static_cast<std::size_t>(B * H * L * Dv), 0.0);
@@ -42,11 +46,27 @@ std::vector<double> naive(const Problem& p, const reference::Inputs& in,
   };
   std::vector<T> s(static_cast<std::size_t>(S));
   std::vector<char> att(static_cast<std::size_t>(S));
+  // The rows of one (b, kv head) and one query, read once as T (exact: every input type
+  // widens exactly), so the loops below are arithmetic only.
+  std::vector<T> kt(static_cast<std::size_t>(S * Dq)), vt(static_cast<std::size_t>(S * Dv)),
+      qt(static_cast<std::size_t>(Dq));
   for (std::int64_t b = 0; b < B; ++b) {
     const std::int64_t lb = seqlen_q(p, b), sb = seqlen_kv(p, b);
     for (std::int64_t h = 0; h < H; ++h) {
       const std::int64_t hk = h / (H / p.heads_kv);
+      if (h % (H / p.heads_kv) == 0) {
+        for (std::int64_t j = 0; j < sb; ++j) {
+          for (std::int64_t e = 0; e < Dq; ++e)
+            kt[j * Dq + e] =
+                static_cast<T>(load_as_double(p.dtype, in.k, at(p.k, cuk, b, hk, j, e)));
+          for (std::int64_t d = 0; d < Dv; ++d)
+            vt[j * Dv + d] =
+                static_cast<T>(load_as_double(p.dtype, in.v, at(p.v, cuk, b, hk, j, d)));
+        }
+      }
       for (std::int64_t i = 0; i < lb; ++i) {
+        for (std::int64_t e = 0; e < Dq; ++e)
+          qt[e] = static_cast<T>(load_as_double(p.dtype, in.q, at(p.q, cuq, b, h, i, e)));
         T m = -std::numeric_limits<T>::infinity();
         bool any = false;
         for (std::int64_t j = 0; j < sb; ++j) {
@@ -59,9 +79,9 @@ std::vector<double> naive(const Problem& p, const reference::Inputs& in,
             if (p.window.right >= 0 && j > i + o + p.window.right) ok = false;
           }
           T x = 0;
-          for (std::int64_t e = 0; e < Dq; ++e) {
-            x += static_cast<T>(load_as_double(p.dtype, in.q, at(p.q, cuq, b, h, i, e))) *
-                 static_cast<T>(load_as_double(p.dtype, in.k, at(p.k, cuk, b, hk, j, e)));
+          for (std::int64_t n = 0; n < Dq; ++n) {
+            const std::int64_t e = nth(n, Dq);
+            x += qt[e] * kt[j * Dq + e];
           }
           x *= scale;
           if (p.softcap > 0)
@@ -85,14 +105,16 @@ std::vector<double> naive(const Problem& p, const reference::Inputs& in,
         }
         if (!any) continue;  // fully masked: 0
         T z = 0;
-        for (std::int64_t j = 0; j < sb; ++j) {
+        for (std::int64_t n = 0; n < sb; ++n) {
+          const std::int64_t j = nth(n, sb);
           if (!att[j]) continue;
           s[j] = std::exp(s[j] - m);
           z += s[j];
         }
         for (std::int64_t d = 0; d < Dv; ++d) {
           T acc = 0;
-          for (std::int64_t j = 0; j < sb; ++j) {
+          for (std::int64_t n = 0; n < sb; ++n) {
+            const std::int64_t j = nth(n, sb);
             if (!att[j]) continue;
             T pj = round_to(c.p_type, s[j] / z);
             if (p.dropout_p > 0) {
@@ -100,7 +122,7 @@ std::vector<double> naive(const Problem& p, const reference::Inputs& in,
                        ? pj * keep_scale
                        : T(0);
             }
-            acc += pj * static_cast<T>(load_as_double(p.dtype, in.v, at(p.v, cuk, b, hk, j, d)));
+            acc += pj * vt[j * Dv + d];
           }
           const double rounded = round_to(p.dtype, static_cast<double>(acc));
           out[static_cast<std::size_t>(((b * H + h) * L + i) * Dv + d)] = rounded;
@@ -113,12 +135,13 @@ std::vector<double> naive(const Problem& p, const reference::Inputs& in,
 
 }  // namespace
 
-std::vector<double> naive_low_precision(const Problem& p, const reference::Inputs& in) {
+std::vector<double> naive_low_precision(const Problem& p, const reference::Inputs& in,
+                                        SumOrder order) {
   PrecisionContract c;
   c.accumulate = p.dtype == DType::f64 ? DType::f64 : DType::f32;
   c.p_type = p.dtype;
-  if (c.accumulate == DType::f64) return naive<double>(p, in, c);
-  return naive<float>(p, in, c);
+  if (c.accumulate == DType::f64) return naive<double>(p, in, c, order);
+  return naive<float>(p, in, c, order);
 }
 
 }  // namespace sdpa
