@@ -9,7 +9,8 @@
 #                    [--backends "cpu.math cpu.mem_efficient cpu.flash"] [CASE...]
 #
 # Defaults: 2 threads, 3 rounds of best-of-3, build/release, the docs/PERFORMANCE.md shapes.
-# PyTorch comes from .venv-bench (python3 -m venv .venv-bench; .venv-bench/bin/pip install torch).
+# PyTorch comes from .venv-bench (python3 -m venv .venv-bench &&
+# .venv-bench/bin/pip install -r bench/requirements.txt: pinned).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 threads=2
