@@ -299,6 +299,7 @@ std::vector<std::string> sampler_generators(const Problem& p, const SamplerOptio
   g.emplace_back("denormals");
   if (p.mask != MaskKind::none) g.emplace_back("neg_inf_blocks");
   if (!p.packed && (!p.seqlens_q.empty() || !p.seqlens_kv.empty())) g.emplace_back("nan_beyond");
+  g.emplace_back("nan_q");
   return g;
 }
 

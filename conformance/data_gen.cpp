@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <stdexcept>
 
 #include "core/philox.hpp"
+#include "reference/head_inputs.hpp"
 
 namespace sdpa {
 namespace {
@@ -26,19 +28,26 @@ enum class Kind {
   neg_inf_blocks,   // runs of masked keys in the mask tensor, fully masked rows
   nan_beyond,       // NaN in every input element beyond the valid lengths
   denormals,        // |V| in [1/2, 3/4) of the smallest normal, random signs; small Q and K
+  nan_q,            // normal, and one element of Q NaN, in a row that attends a key
 };
 
 struct Generator {
   const char* name;
   Kind kind;
 };
-constexpr Generator kGenerators[] = {
-    {"normal", Kind::normal},         {"uniform", Kind::uniform},
-    {"int", Kind::integer},           {"sparse", Kind::sparse},
-    {"zeros", Kind::zeros},           {"large_logits", Kind::large_logits},
-    {"logits_88", Kind::logits_88},   {"negative_logits", Kind::negative_logits},
-    {"v_near_max", Kind::v_near_max}, {"neg_inf_blocks", Kind::neg_inf_blocks},
-    {"nan_beyond", Kind::nan_beyond}, {"denormals", Kind::denormals}};
+constexpr Generator kGenerators[] = {{"normal", Kind::normal},
+                                     {"uniform", Kind::uniform},
+                                     {"int", Kind::integer},
+                                     {"sparse", Kind::sparse},
+                                     {"zeros", Kind::zeros},
+                                     {"large_logits", Kind::large_logits},
+                                     {"logits_88", Kind::logits_88},
+                                     {"negative_logits", Kind::negative_logits},
+                                     {"v_near_max", Kind::v_near_max},
+                                     {"neg_inf_blocks", Kind::neg_inf_blocks},
+                                     {"nan_beyond", Kind::nan_beyond},
+                                     {"denormals", Kind::denormals},
+                                     {"nan_q", Kind::nan_q}};
 
 const Generator* find_generator(const std::string& name) {
   for (const auto& g : kGenerators) {
@@ -276,6 +285,45 @@ void plant_nan_beyond(const Problem& p, InputBuffers& in) {
   }
 }
 
+// nan_q: NaN into one stored element of Q, drawn by the seed among those whose every reader
+// (valid row (b, h, i); several with zero strides) attends at least one key through a finite
+// bias. Those rows' O and LSE must then be NaN in every backend (SEMANTICS.md, "Non-finite
+// inputs"), whatever it does at masked keys. Nothing is planted when no element qualifies
+// (every row without an attended key).
+void plant_nan_q(const Problem& p, InputBuffers& in, std::uint64_t seed) {
+  const StridedView& v = in.q.view();
+  const auto cu = cu_seqlens_q(p);
+  const reference::Inputs ptrs = in.pointers();
+  std::map<std::int64_t, bool> all_attend;  // stored offset -> every reader attends a key
+  for (std::int64_t b = 0; b < p.batch; ++b) {
+    for (std::int64_t h = 0; h < p.heads_q; ++h) {
+      const reference::HeadInputs hd = reference::gather_head(p, ptrs, b, h);
+      for (std::int64_t i = 0; i < hd.rows_q; ++i) {
+        bool attends = false;
+        for (std::int64_t j = 0; j < hd.rows_kv && !attends; ++j) {
+          const std::size_t x = static_cast<std::size_t>(i * hd.rows_kv + j);
+          attends = hd.allowed[x] && (hd.bias.empty() || hd.bias[x] != -kInf);
+        }
+        const std::int64_t row = p.packed ? cu[static_cast<std::size_t>(b)] + i : i;
+        for (std::int64_t e = 0; e < p.head_dim_qk; ++e) {
+          const std::int64_t off = (p.packed ? 0 : b * v.stride[0]) + h * v.stride[1] +
+                                   row * v.stride[2] + e * v.stride[3];
+          const auto [it, fresh] = all_attend.emplace(off, attends);
+          if (!fresh) it->second = it->second && attends;
+        }
+      }
+    }
+  }
+  std::vector<std::int64_t> candidates;  // in increasing offset order
+  for (const auto& [off, ok] : all_attend) {
+    if (ok) candidates.push_back(off);
+  }
+  if (candidates.empty()) return;
+  const PhiloxCounter w = draw(seed, TensorId::q, 0, 3);
+  const std::int64_t off = candidates[w[0] % candidates.size()];
+  store_from_double(p.dtype, in.q.data(), off, std::numeric_limits<double>::quiet_NaN());
+}
+
 }  // namespace
 
 const std::vector<std::string>& data_generator_names() {
@@ -307,6 +355,7 @@ InputBuffers make_inputs(const Case& c) {
                   make_tensor("v", p, v_view(p), p.v.base_offset, TensorId::v, prm), std::nullopt};
   if (p.mask != MaskKind::none) in.mask.emplace(make_mask(p, prm));
   if (g->kind == Kind::nan_beyond) plant_nan_beyond(p, in);
+  if (g->kind == Kind::nan_q) plant_nan_q(p, in, c.data.seed);
   in.q.snapshot();
   in.k.snapshot();
   in.v.snapshot();

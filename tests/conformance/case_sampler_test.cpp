@@ -47,10 +47,10 @@ TEST(CaseSampler, IdsArePinned) {
             "seed449863307.gen=int");
   EXPECT_EQ(
       format_case_id(sample_case(2)),
-      "b3.hq1.hkv1.l64.s75.dqk96.dv16.bf16.causal=br.mask=add.off=2.seed850715019.gen=uniform");
+      "b3.hq1.hkv1.l64.s75.dqk96.dv16.bf16.causal=br.mask=add.off=2.seed850715019.gen=denormals");
   EXPECT_EQ(
       format_case_id(sample_case(3)),
-      "b1.hq2.hkv2.l1.s10.dqk64.dv64.f16.mask=bool.mbc=l.attnw.seed352057560.gen=negative_logits");
+      "b1.hq2.hkv2.l1.s10.dqk64.dv64.f16.mask=bool.mbc=l.attnw.seed352057560.gen=large_logits");
 }
 
 // Over many seeds every family of the options shows up.
@@ -92,7 +92,9 @@ TEST(CaseSampler, EveryFamilyAppears) {
     EXPECT_TRUE(seen.count(f)) << f;
   }
   for (const auto& g : data_generator_names()) {
-    if (g != "zeros") EXPECT_TRUE(seen.count("gen=" + g)) << g;  // zeros is never sampled
+    if (g != "zeros") {  // zeros is never sampled
+      EXPECT_TRUE(seen.count("gen=" + g)) << g;
+    }
   }
   // Every model-shape preset is drawn.
   std::set<int> presets;

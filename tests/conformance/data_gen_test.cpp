@@ -8,6 +8,8 @@
 #include <map>
 #include <stdexcept>
 
+#include "reference/sdpa_reference.hpp"
+
 namespace sdpa {
 namespace {
 
@@ -52,13 +54,19 @@ TEST(DataGen, GeneratorsHaveTheirDocumentedRanges) {
     const int n = 2 * 64 * 16;
     for (int x = 0; x < n; ++x) {
       if (q[x] == 0) ++zeros;
-      if (std::string(gen) == "uniform") EXPECT_TRUE(q[x] >= -1 && q[x] < 1);
+      if (std::string(gen) == "uniform") {
+        EXPECT_TRUE(q[x] >= -1 && q[x] < 1);
+      }
       if (std::string(gen) == "int") {
         EXPECT_TRUE(q[x] == std::nearbyint(q[x]) && std::fabs(q[x]) <= 2);
       }
     }
-    if (std::string(gen) == "sparse") EXPECT_NEAR(zeros / double(n), 0.8, 0.05);
-    if (std::string(gen) == "normal") EXPECT_LT(zeros, 3);
+    if (std::string(gen) == "sparse") {
+      EXPECT_NEAR(zeros / double(n), 0.8, 0.05);
+    }
+    if (std::string(gen) == "normal") {
+      EXPECT_LT(zeros, 3);
+    }
   }
 }
 
@@ -88,6 +96,16 @@ TEST(DataGen, UnknownGeneratorAndInvalidProblemAreClearErrors) {
 // ---------------------------------------------------------------- adversarial generators
 
 namespace adversarial {
+
+// fn(offset) for every logical element of a view (aliased offsets more than once).
+template <typename Fn>
+void for_each_offset(const StridedView& v, Fn fn) {
+  for (std::int64_t a = 0; a < v.shape[0]; ++a)
+    for (std::int64_t b = 0; b < v.shape[1]; ++b)
+      for (std::int64_t r = 0; r < v.shape[2]; ++r)
+        for (std::int64_t c = 0; c < v.shape[3]; ++c)
+          fn(a * v.stride[0] + b * v.stride[1] + r * v.stride[2] + c * v.stride[3]);
+}
 
 // Element (b, h, row, col) of a buffer, as a double.
 double at(const GuardedBuffer& buf, DType t, std::int64_t b, std::int64_t h, std::int64_t r,
@@ -353,6 +371,68 @@ TEST(DataGenAdversarial, NanBeyondPlantsNothingWithoutPadding) {
         }
     }
   }
+}
+
+// nan_q: exactly one stored element of Q is NaN (K and V stay finite), and the reference's
+// NaN rows are exactly the valid rows reading it, each with every O element and its LSE NaN;
+// each of those rows attends a key (the generator's promise).
+void expect_one_nan_in_attending_rows(const std::string& id) {
+  const Case c = parse_case_id_or_throw(id);
+  const Problem& p = c.problem;
+  const InputBuffers in = make_inputs(c);
+  const StridedView& qv = in.q.view();
+  std::map<std::int64_t, bool> stored_nan;
+  for_each_offset(qv, [&](std::int64_t off) {
+    stored_nan[off] = std::isnan(load_as_double(p.dtype, in.q.data(), off));
+  });
+  const auto nan_count =
+      std::count_if(stored_nan.begin(), stored_nan.end(), [](const auto& e) { return e.second; });
+  ASSERT_EQ(nan_count, 1) << id;
+  for (const GuardedBuffer* t : {&in.k, &in.v}) {
+    for_each_offset(t->view(), [&](std::int64_t off) {
+      EXPECT_FALSE(std::isnan(load_as_double(p.dtype, t->data(), off))) << id;
+    });
+  }
+  const reference::Result r = reference::run_sdpa(p, in.pointers());
+  const auto cu = cu_seqlens_q(p);
+  int nan_rows = 0;
+  for (std::int64_t b = 0; b < p.batch; ++b)
+    for (std::int64_t h = 0; h < p.heads_q; ++h)
+      for (std::int64_t i = 0; i < seqlen_q(p, b); ++i) {
+        const std::int64_t row = p.packed ? cu[static_cast<std::size_t>(b)] + i : i;
+        bool reads_nan = false;
+        for (std::int64_t e = 0; e < p.head_dim_qk; ++e) {
+          reads_nan = reads_nan || stored_nan[(p.packed ? 0 : b * qv.stride[0]) + h * qv.stride[1] +
+                                              row * qv.stride[2] + e * qv.stride[3]];
+        }
+        const std::size_t x = static_cast<std::size_t>((b * p.heads_q + h) * p.len_q + i);
+        EXPECT_EQ(std::isnan(r.lse[x]), reads_nan) << id << " lse row " << x;
+        for (std::int64_t d = 0; d < p.head_dim_v; ++d) {
+          EXPECT_EQ(std::isnan(r.o[x * p.head_dim_v + d]), reads_nan) << id << " o row " << x;
+        }
+        nan_rows += reads_nan;
+      }
+  EXPECT_GE(nan_rows, 1) << id;
+}
+
+TEST(DataGenAdversarial, NanQPlantsOneNanThatReachesExactlyTheRowsReadingIt) {
+  for (const char* id :
+       {"b2.hq4.hkv2.l9.s13.dqk8.dv5.bf16.mask=add.mbc=h.qlen=9_4.kvlen=2_13.seed3.gen=nan_q",
+        "b2.hq2.hkv1.l9.s13.dqk8.dv5.f32.causal=br.qlen=9_4.kvlen=2_13.packed.seed4.gen=nan_q",
+        "b1.hq2.l16.s16.dqk4.f16.mask=bool.win=2_0_tl.p0.5.dseed1.seed5.gen=nan_q",
+        "b2.hq3.l6.s6.dqk4.f32.qst=0_0_4_1_0.kst=72_24_4_1_0.vst=72_24_4_1_0.ost=72_24_4_1_0.seed6."
+        "gen=nan_q",  // every (b, h) reads one Q
+        "b1.hq1.l40.s40.dqk2.dv3.f64.mask=add.seed7.gen=nan_q"}) {
+    expect_one_nan_in_attending_rows(id);
+  }
+}
+
+TEST(DataGenAdversarial, NanQPlantsNothingWhenNoRowAttendsAKey) {
+  const Case c = parse_case_id_or_throw("b1.hq2.l4.s4.dqk4.f32.kvlen=0.seed1.gen=nan_q");
+  const InputBuffers in = make_inputs(c);
+  for_each_offset(in.q.view(), [&](std::int64_t off) {
+    EXPECT_FALSE(std::isnan(load_as_double(DType::f32, in.q.data(), off)));
+  });
 }
 
 TEST(DataGenAdversarial, EveryGeneratorIsAPureFunctionOfTheId) {
