@@ -292,10 +292,7 @@ std::vector<std::string> sampler_generators(const Problem& p, const SamplerOptio
   std::vector<std::string> g = {"normal", "uniform", "int", "sparse"};
   if (!options.adversarial_data) return g;
   for (const char* name : {"large_logits", "logits_88", "negative_logits"}) g.emplace_back(name);
-  // A known problem of the reference keeps one pair out (remove once fixed): with V near
-  // the f64 maximum its unnormalised sum_j e_j V_j overflows (inf and NaN in O, e.g.
-  // b1.hq1.l2.s200.dqk8.f64.seed1.gen=v_near_max).
-  if (p.dtype != DType::f64) g.emplace_back("v_near_max");
+  g.emplace_back("v_near_max");
   g.emplace_back("denormals");
   if (p.mask != MaskKind::none) g.emplace_back("neg_inf_blocks");
   if (!p.packed && (!p.seqlens_q.empty() || !p.seqlens_kv.empty())) g.emplace_back("nan_beyond");

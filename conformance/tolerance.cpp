@@ -50,9 +50,11 @@ ToleranceFactors tolerance_factors(const Problem& p, const PrecisionContract& c,
 double output_tolerance(const ToleranceFactors& f, const reference::Result& r, std::int64_t row,
                         std::int64_t d, std::int64_t dv) {
   const auto x = static_cast<std::size_t>(row * dv + d);
-  return f.u_out * std::fabs(r.o[x]) + (f.u_p + f.k_s * f.u_acc) * r.mag_a[x] +
-         f.k_e * f.u_acc * r.mag_g[x] + f.k_x * f.u_acc * r.mag_c[x] + f.u_sub * r.mag_u[x] +
-         f.floor;
+  // The magnitudes are stored times 2^-mag_exp (sdpa_reference.hpp): factor first, then scale.
+  const double scaled = (f.u_p + f.k_s * f.u_acc) * r.mag_a[x] + f.k_e * f.u_acc * r.mag_g[x] +
+                        f.k_x * f.u_acc * r.mag_c[x] + f.u_sub * r.mag_u[x];
+  const int e = r.mag_exp.empty() ? 0 : static_cast<int>(r.mag_exp[static_cast<std::size_t>(row)]);
+  return f.u_out * std::fabs(r.o[x]) + std::ldexp(scaled, e) + f.floor;
 }
 
 double lse_tolerance(const ToleranceFactors& f, const reference::Result& r, std::int64_t row) {

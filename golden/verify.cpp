@@ -86,7 +86,9 @@ Agreement compare_with_reference(const GoldenCase& g, reference::Precision preci
         const auto row = static_cast<std::size_t>((b * H + h) * L + i);
         for (std::int64_t d = 0; d < Dv; ++d) {
           const auto x = row * static_cast<std::size_t>(Dv) + static_cast<std::size_t>(d);
-          const double m = std::fabs(g.o[x]) + r.mag_a[x] + r.mag_c[x] + r.mag_g[x];
+          const double m =
+              std::fabs(g.o[x]) + std::ldexp(r.mag_a[x] + r.mag_c[x] + r.mag_g[x],
+                                             static_cast<int>(r.mag_exp[row]));  // stored units
           const double c = agreement(r.o[x], g.o[x], m, &kind);
           note(c, r.o[x], g.o[x], index_text("o", {b, h, i, d}), &a.o, &a.o_where);
         }
@@ -166,7 +168,9 @@ Agreement compare_mha_with_reference(const MhaGoldenCase& g, int threads) {
         for (std::int64_t e = 0; e < E; ++e) {
           const auto x = static_cast<std::size_t>(((b * H + e / D) * L + t) * D + e % D);
           m += std::fabs(in.out_proj_weight[static_cast<std::size_t>(row * E + e)]) *
-               (std::fabs(r.sdpa.o[x]) + r.sdpa.mag_a[x] + r.sdpa.mag_c[x] + r.sdpa.mag_g[x]);
+               (std::fabs(r.sdpa.o[x]) +
+                std::ldexp(r.sdpa.mag_a[x] + r.sdpa.mag_c[x] + r.sdpa.mag_g[x],
+                           static_cast<int>(r.sdpa.mag_exp[x / static_cast<std::size_t>(D)])));
         }
         const std::size_t x = at(t, b, L, E) + static_cast<std::size_t>(row);
         m += std::fabs(g.out[x]);

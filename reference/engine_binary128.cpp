@@ -4,6 +4,7 @@
 // engine is the readable statement of the contract and validates the fast f64 engine.
 #include <quadmath.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -21,6 +22,12 @@ void compute_head_binary128(const HeadInputs& in, double dropout_p, const HeadOu
   const bool has_bias = !in.bias.empty();
   const bool has_drop = !in.kept.empty();
   const Real keep_scale = has_drop ? Real(1) / (Real(1) - Real(dropout_p)) : Real(1);
+  // O magnitudes in units of 2^shift when V comes near the f64 maximum (head_inputs.hpp);
+  // binary128's exponent range holds the true values, and dividing by a power of two is exact.
+  const int shift = magnitude_shift(in, dropout_p);
+  const Real unit = scalbnq(Real(1), -shift);
+  const auto in_units = [unit](Real x) { return static_cast<double>(x * unit); };
+  std::fill(out.mag_exp, out.mag_exp + L, static_cast<double>(shift));
   std::vector<Real> s(static_cast<std::size_t>(S)), a(static_cast<std::size_t>(S)),
       p(static_cast<std::size_t>(S)), mult(static_cast<std::size_t>(S));
   std::vector<Real> o(static_cast<std::size_t>(Dv));
@@ -95,12 +102,12 @@ void compute_head_binary128(const HeadInputs& in, double dropout_p, const HeadOu
       }
       o[d] = acc;
       orow[d] = static_cast<double>(acc);
-      out.mag_a[i * Dv + d] = static_cast<double>(mag);
+      out.mag_a[i * Dv + d] = in_units(mag);
       Real u = 0;
       for (std::int64_t j = 0; j < S; ++j) {
         if (att[j] && tiny[j]) u += fabsq(mult[j] * Real(in.v[j * Dv + d]));
       }
-      out.mag_u[i * Dv + d] = static_cast<double>(u / z);
+      out.mag_u[i * Dv + d] = in_units(u / z);
     }
     for (std::int64_t d = 0; d < Dv; ++d) {
       Real c = 0, g = 0;
@@ -110,8 +117,8 @@ void compute_head_binary128(const HeadInputs& in, double dropout_p, const HeadOu
         c += p[j] * fabsq(s[j]) * dev;
         g += p[j] * a[j] * dev;
       }
-      out.mag_c[i * Dv + d] = static_cast<double>(c);
-      out.mag_g[i * Dv + d] = static_cast<double>(g);
+      out.mag_c[i * Dv + d] = in_units(c);
+      out.mag_g[i * Dv + d] = in_units(g);
     }
     if (out.weights) {
       for (std::int64_t j = 0; j < out.len_kv; ++j) {

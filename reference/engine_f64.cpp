@@ -213,6 +213,13 @@ void compute_head_f64(const HeadInputs& in, double dropout_p, const HeadOutputs&
       v[j * Dvp + d] = in.v[j * Dv + d];
       va[j * Dvp + d] = std::fabs(in.v[j * Dv + d]);
     }
+  // V near the f64 maximum: computed in units of 2^vshift (head_inputs.hpp).
+  const int vshift = magnitude_shift(in, dropout_p);
+  if (vshift != 0) {
+    for (double& x : v) x = std::ldexp(x, -vshift);
+    for (double& x : va) x = std::ldexp(x, -vshift);
+  }
+  std::fill(out.mag_exp, out.mag_exp + L, static_cast<double>(vshift));
 
   std::vector<double> dot(static_cast<std::size_t>(kRowTile * Sp)), mag(dot.size());
   std::vector<double> s(static_cast<std::size_t>(S)), w(s.size()), wc(s.size()), wg(s.size()),
@@ -303,7 +310,8 @@ void compute_head_f64(const HeadInputs& in, double dropout_p, const HeadOutputs&
           od /= (1.0 - dropout_p);
           ad /= (1.0 - dropout_p);
         }
-        orow[d] = o[d] = od;
+        o[d] = od;
+        orow[d] = std::ldexp(od, vshift);
         arow[d] = ad;
       }
       // Deviation magnitudes C and G need O first: a second pass over the keys.

@@ -31,6 +31,14 @@ bool structurally_allowed(const Problem& p, std::int64_t i, std::int64_t j, std:
 
 }  // namespace
 
+int magnitude_shift(const HeadInputs& in, double dropout_p) {
+  double vmax = 0;
+  for (const double x : in.v) vmax = std::fmax(vmax, std::fabs(x));
+  const double keep_scale = in.kept.empty() ? 1.0 : 1.0 / (1.0 - dropout_p);
+  const double room = std::numeric_limits<double>::max() / (4.0 * double(in.rows_kv + 1));
+  return vmax * keep_scale > room ? kMagnitudeShift : 0;
+}
+
 HeadInputs gather_head(const Problem& p, const Inputs& in, std::int64_t b, std::int64_t h) {
   HeadInputs hd;
   hd.b = b;

@@ -41,6 +41,7 @@ struct HeadOutputs {
   double* mag_c;        // [L][Dv]
   double* mag_g;        // [L][Dv]
   double* mag_u;        // [L][Dv]
+  double* mag_exp;      // [L]: the O magnitudes are stored times 2^-mag_exp
   double* lse_mag_c;    // [L]
   double* lse_mag_g;    // [L]
   std::int64_t len_kv;  // S, the row stride of weights
@@ -50,6 +51,14 @@ struct HeadOutputs {
 // type a kernel holds P in: 2^-14 is the smallest normal f16 (f32 and bf16 underflow only
 // below 2^-126). Result::mag_u sums over these keys.
 constexpr double kUnderflowWeight = 0x1p-14;
+
+// V near the f64 maximum: sum_j e_j d_j V_j (e_j <= 1) and the deviations d_j V_j - O (and
+// the magnitudes built on them) can leave the f64 range although O cannot: it is a convex
+// combination, over 1 - p. Such a head is computed with V scaled by 2^-kMagnitudeShift
+// (exact for every value above 2^-894) and reports its O magnitudes in those units.
+constexpr int kMagnitudeShift = 128;
+// kMagnitudeShift when the head's V needs it, else 0 (the same rule in both engines).
+int magnitude_shift(const HeadInputs& in, double dropout_p);
 
 // The two arithmetic engines. Rows i >= L_b are left as the caller initialised them.
 void compute_head_f64(const HeadInputs& in, double dropout_p, const HeadOutputs& out);

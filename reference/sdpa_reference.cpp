@@ -35,6 +35,7 @@ Result run_sdpa(const Problem& p, const Inputs& in, Precision precision, int thr
   r.mag_c.assign(n_out, 0.0);
   r.mag_g.assign(n_out, 0.0);
   r.mag_u.assign(n_out, 0.0);
+  r.mag_exp.assign(n_row, 0.0);
   r.lse.assign(n_row, kNegInf);
   r.lse_mag_c.assign(n_row, 0.0);
   r.lse_mag_g.assign(n_row, 0.0);
@@ -56,6 +57,7 @@ Result run_sdpa(const Problem& p, const Inputs& in, Precision precision, int thr
                     r.mag_c.data() + row0 * Dv,
                     r.mag_g.data() + row0 * Dv,
                     r.mag_u.data() + row0 * Dv,
+                    r.mag_exp.data() + row0,
                     r.lse_mag_c.data() + row0,
                     r.lse_mag_g.data() + row0,
                     S};

@@ -39,7 +39,12 @@ struct Result {
   // Keys whose weight may underflow (e_j = exp(s_j - max s) < kUnderflowWeight, head_inputs.hpp),
   // z = sum_j e_j: a kernel's P_j there carries an absolute error of up to half the P
   // type's subnormal spacing, relative to the row's largest weight 1.
-  std::vector<double> mag_u;      // [B, Hq, L, Dv]   sum_{j: e_j < 2^-14} |d_j V_jd| / z
+  std::vector<double> mag_u;  // [B, Hq, L, Dv]   sum_{j: e_j < 2^-14} |d_j V_jd| / z
+  // The four O magnitudes above of a row are stored times 2^-mag_exp[row]: 0, or
+  // kMagnitudeShift (head_inputs.hpp) in a (b, h) whose V comes near the f64 maximum, where
+  // the true ones can leave the f64 range (O itself never does). Use them as
+  // ldexp(factor * m, mag_exp), the factor applied first (conformance/tolerance.cpp).
+  std::vector<double> mag_exp;    // [B, Hq, L]
   std::vector<double> lse_mag_c;  // [B, Hq, L]     sum_j P_j |s_j|
   std::vector<double> lse_mag_g;  // [B, Hq, L]     sum_j P_j a_j
 };

@@ -131,6 +131,7 @@ Result permute_result(const Problem& p, const Result& r, std::int64_t outer,
   out.mag_g = permute_dim(r.mag_g, outer, perm, rows * p.head_dim_v);
   out.mag_u = permute_dim(r.mag_u, outer, perm, rows * p.head_dim_v);
   out.lse = permute_dim(r.lse, outer, perm, rows);
+  out.mag_exp = permute_dim(r.mag_exp, outer, perm, rows);
   out.lse_mag_c = permute_dim(r.lse_mag_c, outer, perm, rows);
   out.lse_mag_g = permute_dim(r.lse_mag_g, outer, perm, rows);
   out.weights = permute_dim(r.weights, outer, perm, rows * p.len_kv);

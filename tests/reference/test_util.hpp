@@ -250,6 +250,7 @@ inline std::string diff_results(const Result& a, const Result& b) {
                 {"mag_c", &Result::mag_c},
                 {"mag_g", &Result::mag_g},
                 {"mag_u", &Result::mag_u},
+                {"mag_exp", &Result::mag_exp},
                 {"lse_mag_c", &Result::lse_mag_c},
                 {"lse_mag_g", &Result::lse_mag_g}};
   for (const auto& f : fields) {
