@@ -38,10 +38,10 @@ RunnerOptions options(int jobs) {
 }
 
 TEST(Runner, IsolatedWorkersTurnCrashesAndHangsIntoRecordsAndGoOn) {
-  const std::vector<Job> jobs = {{kCase, "", "good"},    {kCase, "", "crash"},
-                                 {kCase, "", "good"},    {kCase, "", "hang"},
-                                 {kCase, "", "wrong"},   {kCase, "", "declines"},
-                                 {kCase, "", "no_such"}, {kCase, "", "good", "", 1}};
+  const std::vector<Job> jobs = {{kCase, "", "good", ""},    {kCase, "", "crash", ""},
+                                 {kCase, "", "good", ""},    {kCase, "", "hang", ""},
+                                 {kCase, "", "wrong", ""},   {kCase, "", "declines", ""},
+                                 {kCase, "", "no_such", ""}, {kCase, "", "good", "", 1}};
   for (int workers : {1, 2}) {
     std::size_t progress_calls = 0;
     RunnerOptions o = options(workers);
@@ -77,7 +77,7 @@ TEST(Runner, IsolatedWorkersTurnCrashesAndHangsIntoRecordsAndGoOn) {
 
 TEST(Runner, InProcessModeGivesTheSameVerdicts) {
   const std::vector<Job> jobs = {
-      {kCase, "", "good"}, {kCase, "", "wrong"}, {kCase, "", "declines"}};
+      {kCase, "", "good", ""}, {kCase, "", "wrong", ""}, {kCase, "", "declines", ""}};
   RunnerOptions o = options(1);
   o.isolate = false;
   const auto r = run_jobs(jobs, o);

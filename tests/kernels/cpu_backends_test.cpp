@@ -508,7 +508,9 @@ TEST(CpuBackendNonFinite, NanRowKeepsMaskedWeightsZero) {
     for (std::size_t x = 0; x < w.size(); ++x) {
       nan_weights += std::isnan(w[x]);
       EXPECT_EQ(std::isnan(w[x]), std::isnan(ref.weights[x])) << b->name() << " weights " << x;
-      if (!std::isnan(ref.weights[x]) && ref.weights[x] == 0) EXPECT_EQ(w[x], 0.0f);
+      if (!std::isnan(ref.weights[x]) && ref.weights[x] == 0) {
+        EXPECT_EQ(w[x], 0.0f);
+      }
     }
     EXPECT_GT(nan_weights, 0);
   }
@@ -530,7 +532,9 @@ TEST(MemEfficientSplitRule, ChunkLengths) {
     const std::int64_t c = mem_efficient_chunk_length(s, 128, 128);
     EXPECT_EQ(c % 64, 0);
     EXPECT_GE(c, 256);
-    if (s >= 4096) EXPECT_GE((s + c - 1) / c, 8) << "S = " << s << " gives too few chunks";
+    if (s >= 4096) {
+      EXPECT_GE((s + c - 1) / c, 8) << "S = " << s << " gives too few chunks";
+    }
   }
 }
 

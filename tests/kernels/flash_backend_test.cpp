@@ -48,13 +48,6 @@ std::vector<std::string> targets() {
 
 std::string best_target() { return targets().back(); }
 
-bool has_target(const std::string& name) {
-  for (const auto& t : targets()) {
-    if (t == name) return true;
-  }
-  return false;
-}
-
 // Runs one case; returns "" on PASS, else a line describing the failure. QUALITY_WARNING
 // (within the tolerance, but above 2x the naive same-precision error) is accepted here:
 // on small cases the naive error is itself a noisy maximum over few elements, so an
