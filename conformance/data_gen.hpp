@@ -6,7 +6,7 @@
 // thread count. The generators (names as in the case ID's `gen=`; docs/CASE_ID.md):
 //   normal, uniform, int, sparse, zeros    the same distribution in every tensor;
 //   large_logits, logits_88, negative_logits, v_near_max, neg_inf_blocks, nan_beyond,
-//   denormals                              the adversarial families of TESTING.md.
+//   denormals                              the adversarial data of docs/TESTING.md.
 #pragma once
 
 #include <optional>

@@ -1,4 +1,4 @@
-// The second gate of TESTING.md (after FlashAttention's tests): the naive algorithm run in
+// The second gate of docs/TESTING.md (after FlashAttention's tests): the naive algorithm run in
 // the same low precision as the backend, whose error a backend may not exceed by more than
 // 2x. Naive = materialise the logits row in the accumulation type, softmax with max
 // subtraction, P (rounded to the contract's P type) times V, one rounding to the output.

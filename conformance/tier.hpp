@@ -5,7 +5,7 @@
 //                         e.g. b1.hq{1,4}.l{1,113}.s64.dqk64.{f32,bf16}.seed1.gen=normal
 //   golden <path>         every case of a golden HDF5 file (path relative to the source tree)
 //   include <tier>        the entries of another tier
-//   # family: <name>      the family (TESTING.md: dtype, masks, tile-edges, ...) of the case
+//   # family: <name>      the family (docs/TESTING.md: dtype, masks, tile-edges, ...) of the case
 //                         and golden lines after it, up to the next family line of the same
 //                         file; an included tier's family lines do not leak out of it. A
 //                         comment line, so older builds read the file unchanged. Names are

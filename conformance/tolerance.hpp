@@ -1,4 +1,4 @@
-// The per-element error bound of TESTING.md, from a backend's precision contract and the
+// The per-element error bound of docs/CONFORMANCE.md, from a backend's precision contract and the
 // reference's error magnitudes:
 //
 //   tol_id = u_out |O_id| + (u_p + k_S u_acc) A_id + k_E u_acc G_id + k_x u_acc C_id

@@ -1,6 +1,7 @@
 """The committed golden sets: `smoke` (tiny, regenerated in CI) and `ci` (the smoke cases
-plus sweeps over every family of TESTING.md that static data can express, and the edge
-cases of the bug list in research/kernel-libraries.md section 3).
+plus sweeps over every family of docs/TESTING.md that static data can express, and the edge
+cases of known numeric pitfalls of attention kernels: overflow-prone and strongly negative
+logits, V near the type's maximum, subnormals, fully masked rows, non-finite inputs).
 
 Each case gets a distinct seed (BASE_SEED + running number), so no two cases share an ID.
 """

@@ -1,8 +1,8 @@
 """Number formats, Philox4x32-10, the dropout keep-mask and SDPA / MHA in mpmath.
 
-Everything here is written from ../shared/design/SEMANTICS.md (docs/SEMANTICS.md) and the
-published definitions it cites, independently of the C++ reference: the golden data are a
-second implementation that the reference is checked against.
+Everything here is written from docs/SEMANTICS.md and the published definitions it cites,
+independently of the C++ reference: the golden data are a second implementation that the
+reference is checked against.
 
 Arithmetic: every value an input can hold (f64, f32, f16, bf16) is a dyadic rational and
 converts to an mpmath number exactly. The attention is computed at PRECISION_DIGITS

@@ -1,4 +1,4 @@
-// Detection power (TESTING.md "Detection power: mutants"): the ci tier must pass the
+// Detection power (docs/TESTING.md "Detection power: mutants"): the ci tier must pass the
 // correct mutant kernel (the control) and kill every mutant of the catalog, naming the
 // case and the family that killed it.
 //

@@ -541,7 +541,7 @@ TEST(FlashBackend, NonexistentKeysAreNeverReadAndNaNPropagates) {
 
 // ------------------------------------------------------------------ quality
 
-// The naive algorithm in the problem's low precision (TESTING.md's second gate, after
+// The naive algorithm in the problem's low precision (docs/TESTING.md's second gate, after
 // FlashAttention's tests): logits, softmax and P V in f32 without fused multiply-add, P
 // rounded to the input type, one rounding of O. For contiguous bhsd problems with at most a
 // top-left causal mask. Returns O as logical [B, Hq, L, Dv] doubles.

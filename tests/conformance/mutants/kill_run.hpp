@@ -16,7 +16,7 @@ namespace sdpa::testing {
 struct TierCase {
   std::string id;           // canonical case ID
   std::string golden_file;  // "" = generated data; else the golden file holding it
-  std::string family;       // family of the tier file (TESTING.md), e.g. "masks"
+  std::string family;       // family of the tier file (docs/TESTING.md), e.g. "masks"
 };
 
 // The cases of a tier in tier order: generated cases, then each golden file's cases.

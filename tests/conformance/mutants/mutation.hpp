@@ -1,4 +1,4 @@
-// The mutant catalog of TESTING.md ("Detection power: mutants"): one switch per bug that
+// The mutant catalog of docs/TESTING.md ("Detection power: mutants"): one switch per bug that
 // real attention kernels have had. Mutation::none is the correct kernel, the control.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Family "alignment" (TESTING.md): head dims 1..256 (non-multiples of 8 included), base
+// Family "alignment" (docs/TESTING.md): head dims 1..256 (non-multiples of 8 included), base
 // pointers offset by one element, row strides that are not multiples of the vector width,
 // and explicit permuted, gapped and zero strides, on every backend and SIMD target.
 #include <algorithm>

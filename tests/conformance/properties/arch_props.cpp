@@ -1,4 +1,4 @@
-// Family "arch" (TESTING.md): every CPU kernel on every SIMD target this machine has,
+// Family "arch" (docs/TESTING.md): every CPU kernel on every SIMD target this machine has,
 // forced one at a time; and the dispatcher's decisions on simulated devices (the CPUs this
 // machine can run, cpu-<target>, and the simulated GPUs sm50 ... sm121): explain() chooses a
 // backend of the device's kind, what it selects on a CPU passes, a CPU backend whose

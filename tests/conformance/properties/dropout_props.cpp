@@ -1,4 +1,4 @@
-// Family "dropout" (TESTING.md): the exact keep-mask reproduced by the reference, the keep
+// Family "dropout" (docs/TESTING.md): the exact keep-mask reproduced by the reference, the keep
 // rate within a binomial bound, the 1/(1-p) scaling, p = 0 bitwise equal to no dropout,
 // p near 1.
 #include <cmath>

@@ -1,4 +1,4 @@
-// Family "dtype" (TESTING.md): f64, f32, f16, bf16 on every backend that declares them and
+// Family "dtype" (docs/TESTING.md): f64, f32, f16, bf16 on every backend that declares them and
 // every SIMD target, overflow-prone values, and the output rounding.
 #include <cmath>
 

@@ -1,4 +1,4 @@
-// Family "masks" (TESTING.md): none, bool, additive with -inf entries (and broadcasts),
+// Family "masks" (docs/TESTING.md): none, bool, additive with -inf entries (and broadcasts),
 // causal TL / BR with L < S, L = S, L > S, windows at the edges (0, 1, S-2, S-1, S,
 // unbounded), padding with S_b = 0, packed varlen with empty sequences, and fully masked
 // rows from every source, which must give O = 0 exactly and LSE = -inf.

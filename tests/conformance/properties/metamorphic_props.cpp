@@ -1,4 +1,4 @@
-// Family "metamorphic" (TESTING.md), judged on the kernels: a transformation of the inputs
+// Family "metamorphic" (docs/TESTING.md), judged on the kernels: a transformation of the inputs
 // must transform the kernel's outputs in a known way. Two kernel runs are compared with
 // each other, within the sum of their bounds (each run may err by its own bound), or bit
 // for bit where the backend declares batch invariance and the relation is one it covers.

@@ -1,4 +1,4 @@
-// Family "batch=1 parallelization" (TESTING.md): B = 1, H = 1 with a long L (query split),
+// Family "batch=1 parallelization" (docs/TESTING.md): B = 1, H = 1 with a long L (query split),
 // L = 1 with a long S (split-KV), GQA decode; any thread count 1..N gives a result within
 // the bounds, and a backend that declares determinism / batch invariance gives the same
 // bits across runs, thread counts and batch compositions.

@@ -1,4 +1,4 @@
-// Family "lengths at tile edges" (TESTING.md): L and S at 1, 2, tile-1, tile, tile+1 for
+// Family "lengths at tile edges" (docs/TESTING.md): L and S at 1, 2, tile-1, tile, tile+1 for
 // the tiles of every CPU kernel (GEMM panels and micro-tiles of 8 / 16 / 32, row blocks of
 // 48, query tiles of 64, key blocks of 128, row blocks up to 192, chunks of 256), and 113,
 // 203, 513, 1023, on every backend and SIMD target (the panels differ per target).
