@@ -24,7 +24,6 @@
 #include "core/case_id.hpp"
 #include "core/device.hpp"
 #include "core/guarded_buffer.hpp"
-#include "kernels/cpu/simd_target.hpp"
 #include "kernels/registry.hpp"
 
 namespace sdpa::cli {
@@ -37,6 +36,7 @@ struct Options {
   int repeat = 5;
   int warmup = 1;
   std::string simd;
+  std::string device = "cpu";
 };
 
 double forward_flops(const Problem& p) {
@@ -72,23 +72,24 @@ int fail(const std::string& message) {
 int run(const Options& opt) {
   const Backend* backend = find_backend(opt.backend);
   if (!backend) {
-    std::string known;
-    for (const Backend* b : builtin_backends())
-      known += (known.empty() ? "" : ", ") + std::string(b->name());
-    return fail("unknown backend '" + opt.backend + "' (known: " + known + ")");
+    return fail("unknown backend '" + opt.backend + "' (known: " + backend_registry().names() +
+                ")");
   }
   const auto parsed = parse_case_id(opt.case_id);
   if (const auto* e = std::get_if<CaseIdError>(&parsed)) return fail(e->message);
   const Case c = std::get<Case>(parsed);
   const Problem& p = c.problem;
   if (auto r = validate(p); !r.empty()) return fail("INVALID case " + opt.case_id + ": " + r);
-  const Device device = detect_cpu();
-  if (backend->capabilities().device == DeviceKind::cpu) {
-    try {
-      (void)cpu::choose_simd_target(device.cpu, opt.simd);
-    } catch (const std::invalid_argument& e) {
-      return fail(std::string("--simd: ") + e.what());
-    }
+  Device device;
+  try {
+    device = runnable_device(parse_device_or_throw(opt.device));
+  } catch (const std::invalid_argument& e) {
+    return fail(std::string("--device: ") + e.what());
+  }
+  try {
+    device = with_isa_target(device, opt.simd);
+  } catch (const std::invalid_argument& e) {
+    return fail(std::string("--simd: ") + e.what());
   }
   if (Support s = backend->supports(p, device); !s.ok()) {
     std::string why;
@@ -103,6 +104,11 @@ int run(const Options& opt) {
       p.want_weights
           ? static_cast<std::size_t>(p.batch * p.heads_q * p.len_q * p.len_kv) * dtype_size(p.dtype)
           : 0);
+  if (backend->capabilities().memory != MemorySpace::host) {
+    return fail(std::string(backend->name()) + " runs on " +
+                memory_space_name(backend->capabilities().memory) +
+                " memory: bench times host-memory backends only");
+  }
   const Buffers buf{in.q.data(),
                     in.k.data(),
                     in.v.data(),
@@ -110,13 +116,13 @@ int run(const Options& opt) {
                     o.data(),
                     p.want_lse ? lse.data() : nullptr,
                     p.want_weights ? weights.data() : nullptr};
-  const RunOptions ro{opt.threads, opt.simd};
-  for (int k = 0; k < opt.warmup; ++k) backend->run(p, buf, ro);
+  const RunOptions ro{opt.threads};
+  for (int k = 0; k < opt.warmup; ++k) backend->run(p, buf, device, ro);
   std::vector<std::pair<double, double>> runs;  // (wall seconds, process CPU seconds)
   for (int k = 0; k < opt.repeat; ++k) {
     const double c0 = process_cpu_seconds();
     const auto t0 = std::chrono::steady_clock::now();
-    backend->run(p, buf, ro);
+    backend->run(p, buf, device, ro);
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     runs.emplace_back(wall, process_cpu_seconds() - c0);
@@ -124,10 +130,8 @@ int run(const Options& opt) {
   std::sort(runs.begin(), runs.end());
   const double best = runs.front().first, median = runs[runs.size() / 2].first;
   const double flops = forward_flops(p), bytes = kv_bytes(p);
-  std::string simd = opt.simd;
-  if (backend->capabilities().device == DeviceKind::cpu) {
-    simd = std::string(cpu::simd_target_name(cpu::choose_simd_target(device.cpu, opt.simd)));
-  }
+  const std::string simd =
+      device.kind == DeviceKind::cpu ? std::string(isa_target_name(device.cpu.isa)) : "";
   nlohmann::json j;
   j["backend"] = backend->name();
   j["case"] = format_case_id(c);
@@ -162,6 +166,9 @@ std::function<int()> add_bench_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--simd", opt->simd, "Force a SIMD target: scalar, avx2, avx512, avx512bf16");
+  cmd->add_option("--device", opt->device,
+                  "cpu (detected) or a simulated CPU this one can run, with :key=value overrides")
+      ->capture_default_str();
   return [opt] { return run(*opt); };
 }
 

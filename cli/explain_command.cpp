@@ -10,7 +10,7 @@
 
 #include "cli/commands.hpp"
 #include "core/case_id.hpp"
-#include "dispatcher/device_model.hpp"
+#include "core/device.hpp"
 #include "dispatcher/dispatcher.hpp"
 #include "dispatcher/mha_path.hpp"
 
@@ -162,12 +162,12 @@ int run_case(const Options& o, const Device& dev, const d::Policy& policy) {
   if (o.json) {
     json j = explanation_json(e);
     j["case"] = format_case_id(c);
-    j["device"] = {{"name", dev.name}, {"description", d::describe_device(dev)}};
+    j["device"] = {{"name", dev.name}, {"description", describe_device(dev)}};
     j["policy"] = policy_json(policy);
     std::cout << j.dump() << "\n";
   } else {
     std::cout << "case      " << format_case_id(c) << "\n"
-              << "device    " << d::describe_device(dev) << "\n"
+              << "device    " << describe_device(dev) << "\n"
               << "policy    " << describe_policy(policy) << "\n";
     print_explanation(std::cout, e);
   }
@@ -194,7 +194,7 @@ int run_mha(const Options& o, const Device& dev, const d::Policy& policy) {
   if (o.json) {
     json j;
     j["mha"] = d::format_mha_spec(call);
-    j["device"] = {{"name", dev.name}, {"description", d::describe_device(dev)}};
+    j["device"] = {{"name", dev.name}, {"description", describe_device(dev)}};
     j["policy"] = policy_json(policy);
     j["need_weights"] = call.mha.need_weights;
     j["need_weights_default"] = !call.need_weights_explicit;
@@ -213,7 +213,7 @@ int run_mha(const Options& o, const Device& dev, const d::Policy& policy) {
     std::cout << j.dump() << "\n";
   } else {
     std::cout << "mha       " << d::format_mha_spec(call) << "\n"
-              << "device    " << d::describe_device(dev) << "\n"
+              << "device    " << describe_device(dev) << "\n"
               << "policy    " << describe_policy(policy) << "\n"
               << "need_weights " << nw << "\n"
               << "fast path " << (path.fast_path ? "yes" : "no: " + path.why_not_fast_path) << "\n"
@@ -244,7 +244,7 @@ int run(const Options& o) {
     std::cerr << "sdpa-cts: explain needs exactly one of --case and --mha\n";
     return 2;
   }
-  const auto dev = d::parse_device(o.device);
+  const auto dev = parse_device(o.device);
   if (const auto* err = std::get_if<std::string>(&dev)) {
     std::cerr << "sdpa-cts: --device: " << *err << "\n";
     return 2;

@@ -27,6 +27,7 @@ struct Options {
   std::string filter;             // only case IDs containing this
   bool quiet = false;             // print failures and the summary only
   int threads = 0;
+  std::string device = "cpu";  // for --backend
 };
 
 struct Tally {
@@ -55,15 +56,19 @@ int run(const Options& opt) {
   if (!opt.backend.empty()) {
     backend = find_backend(opt.backend);
     if (!backend) {
-      std::string known;
-      for (const Backend* b : builtin_backends())
-        known += (known.empty() ? "" : ", ") + std::string(b->name());
+      const std::string known = backend_registry().names();
       std::cerr << "sdpa-cts: unknown backend '" << opt.backend
                 << "' (known: " << (known.empty() ? "none in this build" : known) << ")\n";
       return 2;
     }
   }
-  const Device device = detect_cpu();
+  Device device;
+  try {
+    device = runnable_device(parse_device_or_throw(opt.device));
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "sdpa-cts: --device: " << e.what() << "\n";
+    return 2;
+  }
   RunOptions run_options;
   run_options.threads = opt.threads;
   const std::string judge =
@@ -86,18 +91,18 @@ int run(const Options& opt) {
       std::string verdict, detail;
       double score = 0;
       try {
-        const golden::GoldenCase g = file->load(id);
+        golden::GoldenCase g = file->load(id);
         if (backend) {
           const CaseOutcome o = golden::judge_backend(*backend, g, device, run_options);
           score = o.worst_ratio;
           verdict = status_name(o.status);
           detail = o.status == Status::pass ? "" : o.message;
-          if (o.status == Status::not_supported) {
-            ++t.declined;
-          } else if (o.status == Status::pass || o.status == Status::quality_warning) {
+          if (is_pass(o.status)) {
             ++t.passed;
-          } else {
+          } else if (is_failure(o.status)) {
             ++t.failed;
+          } else {
+            ++t.declined;  // NOT_SUPPORTED, INVALID, MISTRUSTED: no verdict on the backend
           }
         } else {
           const golden::Agreement a = golden::compare_with_reference(g, precision, opt.threads);
@@ -190,6 +195,10 @@ std::function<int()> add_golden_command(CLI::App& app) {
                    "Reference agreement limit c, in f64 ulps of the error magnitude")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  verify->add_option("--device", opt->device,
+                     "Device a --backend runs on: cpu (detected) or a simulated CPU this one can "
+                     "run, with :key=value overrides")
+      ->capture_default_str();
   verify->add_option("--filter", opt->filter, "Only cases whose ID contains this text");
   verify->add_flag("--quiet", opt->quiet, "Print only failures and the summary");
   verify->add_option("--threads", opt->threads, "OpenMP threads (0 = default)")

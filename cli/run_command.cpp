@@ -17,7 +17,6 @@
 #include "conformance/tolerance.hpp"
 #include "core/case_id.hpp"
 #include "golden/golden_file.hpp"
-#include "kernels/cpu/simd_target.hpp"
 #include "kernels/registry.hpp"
 #include "reports/reports.hpp"
 
@@ -73,31 +72,8 @@ std::uint64_t sample_seed(std::uint64_t run_seed, std::uint64_t i) {
   return x ^ (x >> 31);
 }
 
-Device resolve_device(const std::string& name) {
-  if (name == "cpu") return detect_cpu();
-  auto d = simulated_device(name);
-  if (!d)
-    throw std::invalid_argument(
-        "unknown device '" + name +
-        "' (cpu, or a simulated CPU: cpu-scalar, cpu-avx2, cpu-avx512, cpu-avx512bf16)");
-  if (d->kind != DeviceKind::cpu) {
-    throw std::invalid_argument(
-        "device '" + name +
-        "' is simulated: kernels cannot run on it (use `sdpa-cts explain --device " + name + "`)");
-  }
-  // A simulated CPU must be a subset of this one: its features restrict the SIMD targets.
-  const Device real = detect_cpu();
-  const auto& s = d->cpu;
-  const auto& r = real.cpu;
-  if ((s.avx2 && !r.avx2) || (s.avx512f && !r.avx512f) || (s.avx512_bf16 && !r.avx512_bf16)) {
-    throw std::invalid_argument("device '" + name + "' has features this CPU lacks");
-  }
-  d->cpu.cores = r.cores;
-  return *d;
-}
-
 int run(const Options& opt) {
-  const Device device = resolve_device(opt.device);
+  const Device device = runnable_device(parse_device_or_throw(opt.device));
   // Backends: the named ones, or every built-in backend that runs on this kind of device.
   std::vector<std::string> backends = opt.backends;
   if (backends.empty()) {
@@ -105,25 +81,28 @@ int run(const Options& opt) {
       if (b->capabilities().device == device.kind) backends.emplace_back(b->name());
     }
   }
-  for (const auto& b : backends) {
-    if (!find_backend(b)) {
-      std::string known;
-      for (const Backend* x : builtin_backends())
-        known += (known.empty() ? "" : ", ") + std::string(x->name());
-      throw std::invalid_argument("unknown backend '" + b + "' (known: " + known + ")");
-    }
-  }
-  // SIMD targets: the best one (""), a named one, or every one this device has.
-  std::vector<std::string> simd = {opt.simd};
+  for (const auto& b : backends) find_backend_or_throw(b);
+  // Devices per backend: the device as given (its best ISA target, or the one it names),
+  // a target chosen by --simd, or with --simd all one device per target it has (only for
+  // backends with per-target code paths; the others run once).
+  std::vector<Device> all_targets;
   if (opt.simd == "all") {
-    simd.clear();
-    for (auto t : cpu::available_simd_targets(device.cpu))
-      simd.emplace_back(cpu::simd_target_name(t));
-  } else if (!opt.simd.empty()) {
-    cpu::choose_simd_target(device.cpu, opt.simd);  // throws for an unknown or missing target
-  } else if (device.simulated) {
-    simd = {std::string(cpu::simd_target_name(cpu::available_simd_targets(device.cpu).back()))};
+    if (device.kind != DeviceKind::cpu) throw std::invalid_argument("--simd all needs a CPU device");
+    for (IsaTarget t : available_isa_targets(device.cpu))
+      all_targets.push_back(with_isa_target(device, isa_target_name(t)));
   }
+  Device chosen = device;
+  try {
+    if (opt.simd != "all") chosen = with_isa_target(device, opt.simd);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("--simd: ") + e.what());
+  }
+  auto devices_for = [&](const std::string& backend) {
+    if (!all_targets.empty() && find_backend(backend)->capabilities().traits.isa_targets) {
+      return all_targets;
+    }
+    return std::vector<Device>{chosen};
+  };
   // Cases: given IDs (generated or from --golden files), else the tier.
   std::vector<std::pair<std::string, std::string>> cases;  // (case ID, golden file or "")
   std::string tier_name = "custom";
@@ -180,28 +159,26 @@ int run(const Options& opt) {
   std::vector<Job> jobs;
   for (const auto& [id, file] : cases)
     for (const auto& b : backends)
-      for (const auto& t : simd) jobs.push_back({id, file, b, t, opt.threads});
+      for (const Device& d : devices_for(b)) jobs.push_back(make_job(id, file, b, d, opt.threads));
   if (jobs.empty())
     throw std::invalid_argument("no case selected (check --tier, --case and --filter)");
 
   const bool tty = isatty(STDERR_FILENO);
   RunnerOptions ro;
-  ro.device = device;
   ro.jobs = opt.jobs;
   ro.timeout_seconds = opt.timeout;
   ro.isolate = !opt.no_isolate;
-  std::map<std::string, std::int64_t> live;
+  StatusCounts live;
   ro.progress = [&](std::size_t done, std::size_t total, const CaseRecord& r) {
-    ++live[status_name(r.status)];
-    const bool bad =
-        r.status == Status::fail || r.status == Status::crash || r.status == Status::timeout;
-    if (bad) {
+    live.add(r.status);
+    if (is_failure(r.status)) {
       std::cerr << (tty ? "\r\033[K" : "") << status_name(r.status) << " " << r.backend << " "
                 << r.case_id << ": " << r.message << "\n  repro: " << r.repro << "\n";
     }
     if (tty) {
-      std::cerr << "\r\033[K[" << done << "/" << total << "] pass " << live["PASS"] << " fail "
-                << live["FAIL"] << " not supported " << live["NOT_SUPPORTED"] << "  " << r.backend
+      std::cerr << "\r\033[K[" << done << "/" << total << "] pass " << live[Status::pass]
+                << " fail " << live[Status::fail] << " not supported "
+                << live[Status::not_supported] << "  " << r.backend
                 << " " << r.case_id.substr(0, 60) << std::flush;
     }
   };
@@ -217,13 +194,8 @@ int run(const Options& opt) {
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (tty) std::cerr << "\r\033[K";
 
-  const auto counts = count_by_status(summary);
-  std::cout << "passed: " << counts.at("PASS") << " failed: " << counts.at("FAIL")
-            << " not_supported: " << counts.at("NOT_SUPPORTED")
-            << " invalid: " << counts.at("INVALID") << " mistrusted: " << counts.at("MISTRUSTED")
-            << " crash: " << counts.at("CRASH") << " timeout: " << counts.at("TIMEOUT")
-            << " quality_warning: " << counts.at("QUALITY_WARNING") << " ("
-            << summary.records.size() << " results, " << cases.size() << " cases, "
+  const StatusCounts counts = count_statuses(summary);
+  std::cout << summary_line(counts) << " (" << summary.records.size() << " results, " << cases.size() << " cases, "
             << backends.size() << " backends, " << summary.seconds << " s, "
             << (summary.seconds > 0 ? double(summary.records.size()) / summary.seconds : 0.0)
             << " results/s)\n";
@@ -231,8 +203,7 @@ int run(const Options& opt) {
     write_reports(summary, opt.report_dir);
     std::cout << "report: " << opt.report_dir << "/report.html\n";
   }
-  const bool bad = counts.at("FAIL") + counts.at("CRASH") + counts.at("TIMEOUT") > 0;
-  return bad ? 1 : 0;
+  return counts.failures() > 0 ? 1 : 0;
 }
 
 }  // namespace
@@ -246,7 +217,8 @@ std::function<int()> add_run_command(CLI::App& app) {
   cmd->add_option("--backend", opt->backends,
                   "Backend to test (repeatable); default: all for the device");
   cmd->add_option("--device", opt->device,
-                  "cpu (detected) or a simulated CPU: cpu-scalar, cpu-avx2, ...")
+                  "cpu (detected), or a simulated CPU this one can run (cpu-scalar, cpu-avx2, "
+                  "...), with :key=value overrides (cores=N, isa=TARGET)")
       ->capture_default_str();
   cmd->add_option("--case", opt->cases, "Case ID to run instead of a tier (repeatable)");
   cmd->add_option("--golden", opt->golden,

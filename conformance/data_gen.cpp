@@ -335,10 +335,6 @@ const std::vector<std::string>& data_generator_names() {
   return names;
 }
 
-reference::Inputs InputBuffers::pointers() const {
-  return {q.data(), k.data(), v.data(), mask ? mask->data() : nullptr};
-}
-
 InputBuffers make_inputs(const Case& c) {
   const Problem& p = c.problem;
   if (auto r = validate(p); !r.empty()) throw std::invalid_argument("invalid problem: " + r);
@@ -356,10 +352,7 @@ InputBuffers make_inputs(const Case& c) {
   if (p.mask != MaskKind::none) in.mask.emplace(make_mask(p, prm));
   if (g->kind == Kind::nan_beyond) plant_nan_beyond(p, in);
   if (g->kind == Kind::nan_q) plant_nan_q(p, in, c.data.seed);
-  in.q.snapshot();
-  in.k.snapshot();
-  in.v.snapshot();
-  if (in.mask) in.mask->snapshot();
+  in.snapshot();
   return in;
 }
 

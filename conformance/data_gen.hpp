@@ -14,22 +14,13 @@
 #include <vector>
 
 #include "core/case_id.hpp"
-#include "core/guarded_buffer.hpp"
+#include "core/case_buffers.hpp"
 #include "reference/sdpa_reference.hpp"
 
 namespace sdpa {
 
 // Names of the data generators this build knows, e.g. "normal".
 const std::vector<std::string>& data_generator_names();
-
-// Guarded input buffers of a case, filled; gaps and margins keep the poison pattern.
-struct InputBuffers {
-  GuardedBuffer q;                     // Q view
-  GuardedBuffer k;                     // K view
-  GuardedBuffer v;                     // V view
-  std::optional<GuardedBuffer> mask;   // mask view when the problem has a mask tensor
-  reference::Inputs pointers() const;  // element-0 pointers for the reference
-};
 
 // Allocates and fills the inputs. Throws std::invalid_argument naming the problem for an
 // invalid problem or an unknown generator.

@@ -2,14 +2,10 @@
 
 namespace sdpa {
 
-std::map<std::string, std::int64_t> count_by_status(const RunSummary& run) {
-  std::map<std::string, std::int64_t> counts;
-  for (Status s : {Status::pass, Status::fail, Status::not_supported, Status::invalid,
-                   Status::mistrusted, Status::crash, Status::timeout, Status::quality_warning}) {
-    counts[status_name(s)] = 0;
-  }
-  for (const auto& r : run.records) ++counts[status_name(r.status)];
-  return counts;
+StatusCounts count_statuses(const RunSummary& run) {
+  StatusCounts c;
+  for (const auto& r : run.records) c.add(r.status);
+  return c;
 }
 
 std::vector<std::string> case_features(const Problem& p) {

@@ -7,7 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "conformance/check_case.hpp"
+#include "conformance/judge.hpp"
+#include "conformance/status.hpp"
 
 namespace sdpa {
 
@@ -41,8 +42,8 @@ struct RunSummary {
   std::vector<CaseRecord> records;  // every verdict, in run order
 };
 
-// Number of records per status name ("PASS" -> 12, ...), every status present (0 if none).
-std::map<std::string, std::int64_t> count_by_status(const RunSummary& run);
+// Records per status of a run.
+StatusCounts count_statuses(const RunSummary& run);
 
 // Feature tags of a problem, used for the backend x feature matrix of the reports.
 std::vector<std::string> case_features(const Problem& p);

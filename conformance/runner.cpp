@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "conformance/check_case.hpp"
+#include "conformance/record_json.hpp"
 #include "golden/golden_file.hpp"
 #include "golden/verify.hpp"
 #include "kernels/registry.hpp"
@@ -33,54 +34,21 @@ std::string shell_quote(const std::string& s) {
   return q + "'";
 }
 
-nlohmann::json to_json(const CaseRecord& r) {
-  return {{"case_id", r.case_id},
-          {"backend", r.backend},
-          {"device", r.device},
-          {"simd_target", r.simd_target},
-          {"threads", r.threads},
-          {"status", static_cast<int>(r.status)},
-          {"message", r.message},
-          {"max_abs_error", r.max_abs_error},
-          {"nmse", r.nmse},
-          {"worst_ratio", r.worst_ratio},
-          {"worst_where", r.worst_where},
-          {"seconds", r.seconds},
-          {"features", r.features},
-          {"repro", r.repro}};
+// The ISA target a record names: the one chosen by name ("" = the device's best).
+std::string isa_of(const Job& job) {
+  if (job.device.kind != DeviceKind::cpu || !job.device.cpu.isa_chosen) return "";
+  return std::string(isa_target_name(job.device.cpu.isa));
 }
 
-CaseRecord from_json(const nlohmann::json& j) {
-  CaseRecord r;
-  r.case_id = j.at("case_id");
-  r.backend = j.at("backend");
-  r.device = j.at("device");
-  r.simd_target = j.at("simd_target");
-  r.threads = j.at("threads");
-  r.status = static_cast<Status>(j.at("status").get<int>());
-  r.message = j.at("message");
-  // JSON has no infinity: an infinite ratio travels as null.
-  r.max_abs_error =
-      j.at("max_abs_error").is_null() ? INFINITY : j.at("max_abs_error").get<double>();
-  r.worst_ratio = j.at("worst_ratio").is_null() ? INFINITY : j.at("worst_ratio").get<double>();
-  r.nmse = j.at("nmse").is_null() ? INFINITY : j.at("nmse").get<double>();
-  r.worst_where = j.at("worst_where");
-  r.seconds = j.at("seconds");
-  r.features = j.at("features").get<std::vector<std::string>>();
-  r.repro = j.at("repro");
-  return r;
-}
-
-CaseRecord base_record(const Job& job, const Device& device) {
+CaseRecord base_record(const Job& job) {
   CaseRecord r;
   r.case_id = job.case_id;
   r.backend = job.backend;
-  r.device = device.name;
-  r.simd_target = job.simd_target;
+  r.device = job.device.name;
+  r.simd_target = isa_of(job);
   r.threads = job.threads;
-  r.repro = repro_command(job, device);
-  auto parsed = parse_case_id(job.case_id);
-  if (auto* c = std::get_if<Case>(&parsed)) r.features = case_features(c->problem);
+  r.repro = repro_command(job);
+  r.features = case_features(job.c.problem);
   return r;
 }
 
@@ -92,8 +60,7 @@ CaseRecord base_record(const Job& job, const Device& device) {
   char line[64];
   while (in && std::fgets(line, sizeof line, in)) {
     const std::size_t index = std::strtoull(line, nullptr, 10);
-    std::string out =
-        to_json(run_job(jobs.at(index), options.device, options.lookup)).dump() + "\n";
+    std::string out = record_json_line(run_job(jobs.at(index), options.lookup)) + "\n";
     const char* p = out.data();
     std::size_t left = out.size();
     while (left > 0) {
@@ -160,31 +127,48 @@ void assign(Worker& w, long index) {
 
 }  // namespace
 
-std::string repro_command(const Job& job, const Device& device) {
+Job make_job(const std::string& id, std::string golden_file, std::string backend, Device device,
+             int threads) {
+  Job job;
+  job.c = parse_case_id_or_throw(id);
+  job.case_id = id;
+  job.golden_file = std::move(golden_file);
+  job.backend = std::move(backend);
+  job.device = std::move(device);
+  job.threads = threads;
+  return job;
+}
+
+std::string repro_command(const Job& job) {
   std::string cmd = "sdpa-cts run --backend " + job.backend + " --case " + shell_quote(job.case_id);
   if (!job.golden_file.empty()) cmd += " --golden " + shell_quote(job.golden_file);
-  if (!job.simd_target.empty()) cmd += " --simd " + job.simd_target;
+  if (const std::string isa = isa_of(job); !isa.empty()) cmd += " --simd " + isa;
   if (job.threads > 0) cmd += " --threads " + std::to_string(job.threads);
-  if (device.simulated) cmd += " --device " + device.name;
+  // The device's name carries its overrides; the ISA target is --simd above.
+  std::string device = job.device.name;
+  if (const auto at = device.find(":isa="); at != std::string::npos) {
+    const auto end = device.find(':', at + 1);
+    device.erase(at, end == std::string::npos ? std::string::npos : end - at);
+  }
+  if (device != "cpu") cmd += " --device " + shell_quote(device);
   return cmd;
 }
 
-CaseRecord run_job(const Job& job, const Device& device,
-                   const std::function<const Backend*(std::string_view)>& lookup) {
-  CaseRecord r = base_record(job, device);
+CaseRecord run_job(const Job& job, const std::function<const Backend*(std::string_view)>& lookup) {
+  CaseRecord r = base_record(job);
   const auto t0 = Clock::now();
   try {
     const Backend* backend = lookup ? lookup(job.backend) : find_backend(job.backend);
     if (!backend) throw std::invalid_argument("unknown backend '" + job.backend + "'");
     RunOptions options;
     options.threads = job.threads;
-    options.simd_target = job.simd_target;
     CaseOutcome o;
     if (job.golden_file.empty()) {
-      o = check_case(*backend, parse_case_id_or_throw(job.case_id), device, options);
+      o = check_case(*backend, job.c, job.device, options);
     } else {
       const golden::GoldenFile file(job.golden_file);
-      o = golden::judge_backend(*backend, file.load(job.case_id), device, options);
+      golden::GoldenCase g = file.load(job.case_id);
+      o = golden::judge_backend(*backend, g, job.device, options);
     }
     r.status = o.status;
     r.message = o.message;
@@ -210,7 +194,7 @@ std::vector<CaseRecord> run_jobs(const std::vector<Job>& jobs, const RunnerOptio
   };
   if (!options.isolate) {
     for (std::size_t i = 0; i < jobs.size(); ++i) {
-      report(i, run_job(jobs[i], options.device, options.lookup));
+      report(i, run_job(jobs[i], options.lookup));
     }
     return records;
   }
@@ -224,7 +208,7 @@ std::vector<CaseRecord> run_jobs(const std::vector<Job>& jobs, const RunnerOptio
     pending.pop_front();
   };
   const auto lost = [&](Worker& w, Status status, const std::string& why) {
-    CaseRecord r = base_record(jobs[static_cast<std::size_t>(w.in_flight)], options.device);
+    CaseRecord r = base_record(jobs[static_cast<std::size_t>(w.in_flight)]);
     r.status = status;
     r.message = why;
     r.seconds = std::chrono::duration<double>(Clock::now() - w.started).count();
@@ -247,7 +231,7 @@ std::vector<CaseRecord> run_jobs(const std::vector<Job>& jobs, const RunnerOptio
           w.buffer.append(buf, static_cast<std::size_t>(n));
           const auto nl = w.buffer.find('\n');
           if (nl != std::string::npos) {
-            CaseRecord r = from_json(nlohmann::json::parse(w.buffer.substr(0, nl)));
+            CaseRecord r = record_from_json(nlohmann::json::parse(w.buffer.substr(0, nl)));
             w.buffer.erase(0, nl + 1);
             const long index = w.in_flight;
             w.in_flight = -1;
@@ -270,7 +254,7 @@ std::vector<CaseRecord> run_jobs(const std::vector<Job>& jobs, const RunnerOptio
         w.pid = -1;  // already reaped
         close(w.to_child);
         close(w.from_child);
-        CaseRecord r = base_record(jobs[static_cast<std::size_t>(w.in_flight)], options.device);
+        CaseRecord r = base_record(jobs[static_cast<std::size_t>(w.in_flight)]);
         r.status = Status::crash;
         r.message = why;
         const long index = w.in_flight;

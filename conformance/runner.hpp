@@ -8,23 +8,28 @@
 #include <vector>
 
 #include "conformance/run_record.hpp"
+#include "core/case_id.hpp"
 #include "core/device.hpp"
 #include "kernels/backend.hpp"
 
 namespace sdpa {
 
-// One unit of work.
+// One unit of work: a parsed case on one backend on one resolved device.
 struct Job {
-  std::string case_id;      // canonical case ID
+  Case c;                   // the case, parsed once
+  std::string case_id;      // its canonical ID
   std::string golden_file;  // "" = generated data; else the golden file holding the case
   std::string backend;      // backend name
-  std::string simd_target;  // "" = best
+  Device device;            // the device it runs on, resolved (for a CPU: its ISA target)
   int threads = 0;          // OpenMP threads for the backend (0 = default)
 };
 
+// A job for case `id` (parsed here; throws std::invalid_argument for a bad ID).
+Job make_job(const std::string& id, std::string golden_file, std::string backend, Device device,
+             int threads);
+
 struct RunnerOptions {
-  Device device;  // device the backends are judged for (a simulated CPU restricts SIMD)
-  int jobs = 1;   // worker processes at once
+  int jobs = 1;  // worker processes at once
   double timeout_seconds = 300;  // per job
   bool isolate = true;           // false: run in this process (no CRASH/TIMEOUT detection; for gdb)
   std::function<void(std::size_t done, std::size_t total, const CaseRecord&)> progress;
@@ -33,11 +38,11 @@ struct RunnerOptions {
 };
 
 // The paste-able command reproducing one job.
-std::string repro_command(const Job& job, const Device& device);
+std::string repro_command(const Job& job);
 
 // Runs one job in the current process and returns its record (never throws: errors
 // become FAIL records naming the error).
-CaseRecord run_job(const Job& job, const Device& device,
+CaseRecord run_job(const Job& job,
                    const std::function<const Backend*(std::string_view)>& lookup = {});
 
 // Runs every job and returns the records in job order. Isolated workers are fork()ed: the

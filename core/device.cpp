@@ -2,7 +2,112 @@
 
 #include <omp.h>
 
+#include <charconv>
+#include <stdexcept>
+
 namespace sdpa {
+namespace {
+
+constexpr IsaTarget kAllTargets[] = {IsaTarget::scalar, IsaTarget::avx2, IsaTarget::avx512,
+                                     IsaTarget::avx512bf16};
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i <= s.size(); ++i) {
+    if (i == s.size() || s[i] == sep) {
+      out.push_back(s.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  return out;
+}
+
+std::optional<int> to_int(std::string_view s) {
+  int v = 0;
+  if (s.empty()) return std::nullopt;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (r.ec != std::errc() || r.ptr != s.data() + s.size() || v < 0) return std::nullopt;
+  return v;
+}
+
+std::string known_names() {
+  std::string s = "cpu, cuda, auto";
+  for (const auto& n : simulated_device_names()) s += ", " + n;
+  return s + ", smN (30 <= N <= 199)";
+}
+
+std::string known_targets() {
+  std::string s;
+  for (IsaTarget t : kAllTargets) s += (s.empty() ? "" : ", ") + std::string(isa_target_name(t));
+  return s;
+}
+
+// "MAJOR.MINOR.PATCH" (patch optional) to major * 10000 + minor * 100 + patch, or (without
+// want_patch) "MAJOR.MINOR" to major * 1000 + minor * 10, CUDA's encoding.
+std::optional<int> parse_version(std::string_view s, bool want_patch) {
+  auto parts = split(s, '.');
+  if (parts.size() < 2 || parts.size() > 3) return std::nullopt;
+  int v[3] = {0, 0, 0};
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    auto x = to_int(parts[i]);
+    if (!x || (i > 0 && *x > 99)) return std::nullopt;
+    v[i] = *x;
+  }
+  return want_patch ? v[0] * 10000 + v[1] * 100 + v[2] : v[0] * 1000 + v[1] * 10;
+}
+
+// Sets cpu.isa to the named target; "" on success, else why not.
+std::string choose_isa(CpuFeatures& cpu, std::string_view name) {
+  const auto t = parse_isa_target(name);
+  if (!t) return "unknown ISA target '" + std::string(name) + "' (known: " + known_targets() + ")";
+  for (IsaTarget a : available_isa_targets(cpu)) {
+    if (a == *t) {
+      cpu.isa = *t;
+      cpu.isa_chosen = true;
+      return "";
+    }
+  }
+  return "ISA target '" + std::string(name) + "' is not available on this CPU (available: " +
+         [&] {
+           std::string s;
+           for (IsaTarget a : available_isa_targets(cpu))
+             s += (s.empty() ? "" : ", ") + std::string(isa_target_name(a));
+           return s;
+         }() +
+         ")";
+}
+
+}  // namespace
+
+std::string_view isa_target_name(IsaTarget t) {
+  switch (t) {
+    case IsaTarget::scalar:
+      return "scalar";
+    case IsaTarget::avx2:
+      return "avx2";
+    case IsaTarget::avx512:
+      return "avx512";
+    case IsaTarget::avx512bf16:
+      return "avx512bf16";
+  }
+  return "?";
+}
+
+std::optional<IsaTarget> parse_isa_target(std::string_view name) {
+  for (IsaTarget t : kAllTargets) {
+    if (isa_target_name(t) == name) return t;
+  }
+  return std::nullopt;
+}
+
+std::vector<IsaTarget> available_isa_targets(const CpuFeatures& cpu) {
+  std::vector<IsaTarget> t = {IsaTarget::scalar};
+  if (cpu.avx2 && cpu.fma && cpu.f16c) t.push_back(IsaTarget::avx2);
+  if (cpu.avx512f && cpu.fma && cpu.f16c) t.push_back(IsaTarget::avx512);
+  if (cpu.avx512f && cpu.avx512_bf16 && cpu.fma && cpu.f16c) t.push_back(IsaTarget::avx512bf16);
+  return t;
+}
 
 Device detect_cpu() {
   Device d;
@@ -19,7 +124,15 @@ Device detect_cpu() {
   d.cpu.avx512_fp16 = d.cpu.avx512f && __builtin_cpu_supports("avx512fp16");
 #endif
   d.cpu.cores = omp_get_max_threads();
+  d.cpu.isa = available_isa_targets(d.cpu).back();
   return d;
+}
+
+std::optional<Device> detect_cuda() { return std::nullopt; }
+
+Device default_device() {
+  if (auto d = detect_cuda()) return *d;
+  return detect_cpu();
 }
 
 const std::vector<std::string>& simulated_device_names() {
@@ -34,14 +147,15 @@ std::optional<Device> simulated_device(std::string_view name) {
   d.name = std::string(name);
   d.simulated = true;
   if (name.substr(0, 4) == "cpu-") {
+    const auto target = parse_isa_target(name.substr(4));
+    if (!target) return std::nullopt;
     d.kind = DeviceKind::cpu;
     d.cpu.cores = 2;
-    const bool avx2 = name != "cpu-scalar";
-    const bool avx512 = name == "cpu-avx512" || name == "cpu-avx512bf16";
-    if (name != "cpu-scalar" && name != "cpu-avx2" && !avx512) return std::nullopt;
-    d.cpu.avx2 = d.cpu.fma = d.cpu.f16c = avx2;
-    d.cpu.avx512f = avx512;
-    d.cpu.avx512_bf16 = name == "cpu-avx512bf16";
+    d.cpu.avx2 = d.cpu.fma = d.cpu.f16c = *target != IsaTarget::scalar;
+    d.cpu.avx512f = *target == IsaTarget::avx512 || *target == IsaTarget::avx512bf16;
+    d.cpu.avx512_bf16 = *target == IsaTarget::avx512bf16;
+    d.cpu.isa = *target;
+    d.cpu.isa_chosen = true;  // named by the device: a simulated CPU runs exactly its target
     return d;
   }
   // Representative properties of each compute capability (SM counts of a common part).
@@ -63,6 +177,150 @@ std::optional<Device> simulated_device(std::string_view name) {
     }
   }
   return std::nullopt;
+}
+
+std::variant<Device, std::string> parse_device(std::string_view text) {
+  const std::string whole(text);
+  auto parts = split(text, ':');
+  const std::string_view base = parts[0];
+  std::optional<Device> dev;
+  if (base == "cpu") {
+    dev = detect_cpu();
+  } else if (base == "cuda") {
+    dev = detect_cuda();
+    if (!dev) return "device 'cuda': no CUDA device detected (this build has no CUDA runtime)";
+  } else if (base == "auto") {
+    dev = default_device();
+  } else if (auto sim = simulated_device(base)) {
+    dev = sim;
+  } else if (base.size() > 2 && base.substr(0, 2) == "sm") {
+    auto sm = to_int(base.substr(2));
+    if (!sm || *sm < 30 || *sm > 199) {
+      return "device '" + whole + "': '" + std::string(base) +
+             "' is not a compute capability smN with 30 <= N <= 199";
+    }
+    // A generic GPU of this compute capability, with the same defaults as the named ones.
+    Device d = *simulated_device("sm80");
+    d.name = std::string(base);
+    d.cuda.sm = *sm;
+    d.cuda.sm_count = 80;
+    dev = d;
+  } else {
+    return "unknown device '" + std::string(base) + "' (known: " + known_names() + ")";
+  }
+  for (std::size_t i = 1; i < parts.size(); ++i) {
+    const std::string_view opt = parts[i];
+    const auto eq = opt.find('=');
+    if (eq == std::string_view::npos) {
+      return "device '" + whole + "': option '" + std::string(opt) + "' is not key=value";
+    }
+    const std::string key(opt.substr(0, eq));
+    const std::string_view value = opt.substr(eq + 1);
+    const bool gpu = dev->kind == DeviceKind::cuda;
+    auto bad = [&](const std::string& what) {
+      return "device '" + whole + "': option '" + key + "': " + what + ", got '" +
+             std::string(value) + "'";
+    };
+    if (key == "cudnn" && gpu) {
+      if (value == "none") {
+        dev->cuda.cudnn_version = 0;
+      } else {
+        auto v = parse_version(value, true);
+        if (!v) return bad("expected a version MAJOR.MINOR.PATCH or 'none'");
+        dev->cuda.cudnn_version = *v;
+      }
+    } else if (key == "cuda" && gpu) {
+      auto v = parse_version(value, false);
+      if (!v) return bad("expected a version MAJOR.MINOR");
+      dev->cuda.cuda_runtime = *v;
+    } else if (key == "sms" && gpu) {
+      auto v = to_int(value);
+      if (!v || *v < 1) return bad("expected a positive SM count");
+      dev->cuda.sm_count = *v;
+    } else if (key == "cores" && !gpu) {
+      auto v = to_int(value);
+      if (!v || *v < 1) return bad("expected a positive core count");
+      dev->cpu.cores = *v;
+    } else if (key == "isa" && !gpu) {
+      if (auto why = choose_isa(dev->cpu, value); !why.empty()) {
+        return "device '" + whole + "': option 'isa': " + why;
+      }
+    } else {
+      return "device '" + whole + "': unknown option '" + key + "' for a " +
+             (gpu ? "GPU (known: cudnn, cuda, sms)" : "CPU (known: cores, isa)");
+    }
+    dev->name.append(":").append(opt);
+  }
+  return *dev;
+}
+
+Device parse_device_or_throw(std::string_view text) {
+  auto r = parse_device(text);
+  if (auto* e = std::get_if<std::string>(&r)) throw std::invalid_argument(*e);
+  return std::get<Device>(std::move(r));
+}
+
+Device with_isa_target(Device d, std::string_view isa) {
+  if (isa.empty()) return d;
+  if (d.kind != DeviceKind::cpu) {
+    throw std::invalid_argument("device '" + d.name + "' is not a CPU: it has no ISA target");
+  }
+  if (auto why = choose_isa(d.cpu, isa); !why.empty()) throw std::invalid_argument(why);
+  return d;
+}
+
+Device runnable_device(const Device& d) {
+  if (d.kind != DeviceKind::cpu) {
+    if (!d.simulated) return d;
+    throw std::invalid_argument("device '" + d.name +
+                                "' is simulated: kernels cannot run on it (use `sdpa-cts explain "
+                                "--device " +
+                                d.name + "`)");
+  }
+  if (!d.simulated) return d;
+  // A simulated CPU must be a subset of this one: its features restrict the ISA targets.
+  const Device real = detect_cpu();
+  const auto& s = d.cpu;
+  const auto& r = real.cpu;
+  if ((s.avx2 && !r.avx2) || (s.avx512f && !r.avx512f) || (s.avx512_bf16 && !r.avx512_bf16)) {
+    throw std::invalid_argument("device '" + d.name + "' has features this CPU lacks");
+  }
+  Device out = d;
+  out.cpu.cores = r.cores;
+  return out;
+}
+
+std::string sm_name(int sm) { return "sm" + std::to_string(sm); }
+
+std::string cudnn_version_name(int v) {
+  if (v <= 0) return "none";
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
+         std::to_string(v % 100);
+}
+
+std::string describe_device(const Device& d) {
+  std::string s = d.name + (d.simulated ? " (simulated): " : " (detected): ");
+  if (d.kind == DeviceKind::cuda) {
+    s.append("CUDA ").append(sm_name(d.cuda.sm)).append(", ");
+    s.append(std::to_string(d.cuda.sm_count)).append(" SMs, CUDA ");
+    s.append(std::to_string(d.cuda.cuda_runtime / 1000)).append(".");
+    s.append(std::to_string(d.cuda.cuda_runtime / 10 % 100)).append(", cuDNN ");
+    s.append(cudnn_version_name(d.cuda.cudnn_version));
+    return s;
+  }
+  std::string isa;
+  const std::pair<bool, const char*> feats[] = {{d.cpu.avx2, "AVX2"},
+                                                {d.cpu.fma, "FMA"},
+                                                {d.cpu.f16c, "F16C"},
+                                                {d.cpu.avx512f, "AVX-512"},
+                                                {d.cpu.avx512_bf16, "AVX512-BF16"},
+                                                {d.cpu.avx512_fp16, "AVX512-FP16"}};
+  for (auto [on, n] : feats) {
+    if (on) isa.append(isa.empty() ? "" : " ").append(n);
+  }
+  s.append("CPU, ").append(isa.empty() ? std::string("scalar only") : isa).append(", ");
+  s.append(std::to_string(d.cpu.cores)).append(" cores");
+  return s;
 }
 
 }  // namespace sdpa

@@ -1,17 +1,33 @@
 // The device a problem runs on, as a value: detected from this machine or simulated from
-// a name (`cpu-avx2`, `sm80`, ...), so every capability rule is testable anywhere.
+// a name (`cpu-avx2`, `sm80`, ...), so every capability rule is testable anywhere. One
+// grammar and one parser (parse_device) serve every command.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 namespace sdpa {
 
 enum class DeviceKind { cpu, cuda };
 
-// Instruction-set features of a CPU that kernels choose SIMD targets by.
+// The instruction-set target a CPU kernel runs with: every CPU backend has one translation
+// unit per target, chosen at run time from the device (Highway's model).
+enum class IsaTarget {
+  scalar,      // portable C++, no intrinsics
+  avx2,        // AVX2 + FMA + F16C
+  avx512,      // AVX-512 F/BW/DQ/VL
+  avx512bf16,  // AVX-512 + AVX512-BF16 (vdpbf16ps)
+};
+
+// "scalar", "avx2", "avx512", "avx512bf16".
+std::string_view isa_target_name(IsaTarget t);
+// The target of that name, or nullopt.
+std::optional<IsaTarget> parse_isa_target(std::string_view name);
+
+// Instruction-set features of a CPU that kernels choose ISA targets by.
 struct CpuFeatures {
   bool avx2 = false;         // AVX2
   bool fma = false;          // FMA3
@@ -20,7 +36,13 @@ struct CpuFeatures {
   bool avx512_bf16 = false;  // AVX512-BF16 (vdpbf16ps, vcvtne2ps2bf16)
   bool avx512_fp16 = false;  // AVX512-FP16 (native half arithmetic)
   int cores = 1;             // hardware threads available to OpenMP
+  IsaTarget isa = IsaTarget::scalar;  // the target kernels run with: the best available,
+                                      // or a lower one chosen by name (`isa=`, --simd)
+  bool isa_chosen = false;  // true when `isa` was chosen by name rather than by detection
 };
+
+// Targets a CPU with these features can run, lowest first (always starts with scalar).
+std::vector<IsaTarget> available_isa_targets(const CpuFeatures& cpu);
 
 // Properties of a CUDA device that backend rules depend on.
 struct CudaProperties {
@@ -38,14 +60,53 @@ struct Device {
   CudaProperties cuda;                // meaningful for kind == cuda
 };
 
-// The CPU this process runs on.
+// The CPU this process runs on, with its best ISA target.
 Device detect_cpu();
 
-// A device from its name: cpu-scalar, cpu-avx2, cpu-avx512, cpu-avx512bf16, sm50, sm75,
-// sm80, sm86, sm89, sm90, sm100, sm121. nullopt for an unknown name.
+// The GPU of this process: nullopt in a build without a CUDA runtime (as here).
+std::optional<Device> detect_cuda();
+
+// detect_cuda() if it finds one, else detect_cpu().
+Device default_device();
+
+// A device from its plain name: cpu-scalar, cpu-avx2, cpu-avx512, cpu-avx512bf16, sm50,
+// sm75, sm80, sm86, sm89, sm90, sm100, sm121. nullopt for an unknown name.
 std::optional<Device> simulated_device(std::string_view name);
 
 // Names simulated_device() accepts, in a stable order.
 const std::vector<std::string>& simulated_device_names();
+
+// The one device grammar of every command (--device):
+//   "cpu"            this machine's CPU (detected)
+//   "cuda"           the detected GPU (an error in a build without CUDA)
+//   "auto"           the detected GPU if any, else the CPU
+//   a simulated name cpu-scalar, cpu-avx2, cpu-avx512, cpu-avx512bf16, sm50 ... sm121,
+//   or any smN with 30 <= N <= 199 (a generic GPU of that compute capability)
+// optionally followed by ":key=value" overrides, separated by ':':
+//   GPUs: cudnn=MAJOR.MINOR.PATCH (or "none"), cuda=MAJOR.MINOR, sms=N
+//   CPUs: cores=N, isa=scalar|avx2|avx512|avx512bf16 (a target the CPU has)
+// Example: "sm90:cudnn=9.12.0:sms=66". The error names the device and the part at fault.
+std::variant<Device, std::string> parse_device(std::string_view text);
+
+// parse_device, or throws std::invalid_argument with its message.
+Device parse_device_or_throw(std::string_view text);
+
+// `d` with its ISA target chosen by name ("" keeps it). Throws std::invalid_argument for an
+// unknown name or a target the CPU lacks.
+Device with_isa_target(Device d, std::string_view isa);
+
+// A device kernels can run on in this process: the detected CPU, or a simulated CPU whose
+// features this CPU has (the simulation then restricts the ISA targets). Throws
+// std::invalid_argument naming the device otherwise (a simulated GPU runs nothing).
+Device runnable_device(const Device& d);
+
+// "sm80", "sm121" (compute capability names).
+std::string sm_name(int sm);
+// cuDNN version as "9.16.0", or "none" for 0.
+std::string cudnn_version_name(int version);
+
+// One line: "sm80 (simulated): CUDA sm80, 108 SMs, CUDA 12.8, cuDNN 9.16.0" or
+// "cpu (detected): CPU, AVX2 FMA F16C, 2 cores".
+std::string describe_device(const Device& d);
 
 }  // namespace sdpa

@@ -44,6 +44,12 @@ class GuardedBuffer {
   void* data() { return bytes() + front_; }  // element 0 of the view
   const void* data() const { return bytes() + front_; }
   const StridedView& view() const { return view_; }
+  // The whole guarded region (front margin, base offset, view with its gaps, back margin),
+  // for copying to and from another memory space; element 0 lies data_offset() bytes in.
+  unsigned char* region() { return bytes(); }
+  const unsigned char* region() const { return bytes(); }
+  std::size_t region_size() const { return size_; }
+  std::size_t data_offset() const { return front_; }
   std::size_t element_size() const { return element_size_; }
 
   // Fills the whole allocation (margins, gaps and view) with poison.

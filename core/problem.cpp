@@ -109,6 +109,16 @@ StridedView mask_view(const Problem& p) {
   return v;
 }
 
+StridedView lse_view(const Problem& p) {
+  const std::int64_t B = p.batch, H = p.heads_q, L = p.len_q;
+  return StridedView{{B, H, L, 1}, {H * L, L, 1, 1}};
+}
+
+StridedView weights_view(const Problem& p) {
+  const std::int64_t B = p.batch, H = p.heads_q, L = p.len_q, S = p.len_kv;
+  return StridedView{{B, H, L, S}, {H * L * S, L * S, S, 1}};
+}
+
 void apply_layout(Problem& p, LayoutKind kind, std::int64_t gap, std::int64_t base_offset) {
   auto set = [&](TensorLayout& t, std::int64_t heads, std::int64_t rows, std::int64_t dim) {
     if (kind == LayoutKind::bhsd) {

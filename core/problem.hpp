@@ -114,6 +114,19 @@ StridedView v_view(const Problem& p);
 StridedView o_view(const Problem& p);
 // Mask view [B, Hq, L, S] with broadcast dimensions at stride 0.
 StridedView mask_view(const Problem& p);
+// The LSE output: [B, Hq, L] f32, contiguous (as [B, Hq, L, 1]).
+StridedView lse_view(const Problem& p);
+// The attention-weights output: [B, Hq, L, S] in dtype, contiguous.
+StridedView weights_view(const Problem& p);
+
+// The one packed-row offset formula: element offset (from element 0) of row `row`, element
+// `d` of head `h` of batch element `b` in tensor `t`. `row` is the stored row: in the
+// padded layout the row index i itself, with packing cu_seqlens[b] + i (and b then adds
+// nothing: packed tensors have one batch of rows).
+inline std::int64_t element_offset(const TensorLayout& t, bool packed, std::int64_t b,
+                                   std::int64_t h, std::int64_t row, std::int64_t d) {
+  return (packed ? 0 : b * t.stride[0]) + h * t.stride[1] + row * t.stride[2] + d * t.stride[3];
+}
 
 // Named stride patterns.
 enum class LayoutKind : std::uint8_t {

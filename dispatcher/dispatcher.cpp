@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "dispatcher/device_model.hpp"
+#include "core/device.hpp"
 
 namespace sdpa::dispatch {
 namespace {

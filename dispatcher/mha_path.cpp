@@ -138,8 +138,11 @@ MhaPath pick_mha_path(const MhaCall& c, const Device& device, const Policy& poli
                           "masked softmax";
     } else {
       path.sdpa = explain(p, device, policy, backends);
-      const bool fused =
-          path.sdpa.chosen == "cuda.flash" || path.sdpa.chosen == "cuda.mem_efficient";
+      const Backend* chosen = nullptr;
+      for (const Backend* b : backends) {
+        if (b->name() == path.sdpa.chosen) chosen = b;
+      }
+      const bool fused = chosen && chosen->capabilities().traits.fused_mha;
       path.route = fused ? MhaRoute::fast_sdpa : MhaRoute::fast_materialized;
       path.reaches_sdpa = fused;
       path.route_reason =

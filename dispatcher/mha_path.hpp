@@ -1,6 +1,7 @@
 // The nn.MultiheadAttention path picker: which of PyTorch's MHA paths a call takes (the
-// fast-path conditions of pytorch-sdpa.md section 6, with the first failing one), and
-// which SDPA backend it then reaches under this suite's dispatcher. docs/DISPATCH.md.
+// fast-path conditions of MultiheadAttention.forward in torch/nn/modules/activation.py, with
+// the first failing one), and which SDPA backend it then reaches under this suite's
+// dispatcher. docs/DISPATCH.md.
 #pragma once
 
 #include <string>

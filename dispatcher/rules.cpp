@@ -4,7 +4,6 @@
 #include <cstdint>
 #include <functional>
 
-#include "kernels/cuda/cuda_backends.hpp"
 
 namespace sdpa::dispatch {
 namespace {
@@ -32,13 +31,6 @@ std::int64_t mul_sat(std::int64_t a, std::int64_t b) {
 
 }  // namespace
 
-BackendTraits backend_traits(std::string_view name) {
-  BackendTraits t;
-  t.split_kv = name == "cpu.mem_efficient" || name == "cuda.flash";
-  t.math = name == "cpu.math" || name == "cuda.math";
-  return t;
-}
-
 const std::vector<std::string>& rule_names() {
   static const std::vector<std::string> names = {"cudnn_preferred", "decode_split_kv",
                                                  "tiny_prefers_math"};
@@ -57,16 +49,16 @@ std::vector<RuleFiring> apply_rules(const Problem& p, const Device& device,
   };
   const bool gpu = device.kind == DeviceKind::cuda;
 
-  // cudnn_preferred: PyTorch's check_prefer_cudnn_attention (pytorch-sdpa.md 1.3).
+  // cudnn_preferred: PyTorch's check_prefer_cudnn_attention (sdp_utils.cpp).
   if (gpu) {
     const int sm = device.cuda.sm, major = sm / 10, minor = sm % 10;
     const int v = device.cuda.cudnn_version;
     const bool minor_ok = device.cuda.cuda_runtime >= 13000 || minor == 0 || minor == 3;
     if ((major == 9 || major == 10) && v > 91500 && minor_ok) {
       fire("cudnn_preferred",
-           cuda::sm_name(sm) + " with cuDNN " + cuda::cudnn_version_name(v) +
+           sm_name(sm) + " with cuDNN " + cudnn_version_name(v) +
                " > 9.15.0: PyTorch puts cuDNN first on sm9x / sm10x",
-           [](const Backend& b) { return b.name() == "cuda.cudnn"; });
+           [](const Backend& b) { return b.capabilities().traits.cudnn; });
     }
   }
 
@@ -78,7 +70,7 @@ std::vector<RuleFiring> apply_rules(const Problem& p, const Device& device,
          "decode shape L=" + str(p.len_q) + " <= " + str(kDecodeMaxLenQ) + ", S=" + str(p.len_kv) +
              " >= " + str(kDecodeMinLenKv) + " and B*Hq=" + str(bh) + " < " + str(units) +
              (gpu ? " SMs" : " cores") + ": split-KV backends spread the keys over the device",
-         [](const Backend& b) { return backend_traits(b.name()).split_kv; });
+         [](const Backend& b) { return b.capabilities().traits.split_kv; });
   }
 
   // tiny_prefers_math: on a CPU, tiling and thread start-up cost more than tiny work.
@@ -89,7 +81,7 @@ std::vector<RuleFiring> apply_rules(const Problem& p, const Device& device,
       fire("tiny_prefers_math",
            "B*Hq*L*S*(Dqk+Dv)=" + str(work) + " <= " + str(kTinyMaxWork) +
                " on a CPU: the math path has no tiling or threading overhead",
-           [](const Backend& b) { return backend_traits(b.name()).math; });
+           [](const Backend& b) { return b.capabilities().traits.math; });
     }
   }
   return fired;

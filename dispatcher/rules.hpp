@@ -13,12 +13,7 @@
 
 namespace sdpa::dispatch {
 
-// Properties of a backend the rules look at, by name (data, docs/DISPATCH.md).
-struct BackendTraits {
-  bool split_kv = false;  // splits one query row's keys across workers (decode shapes)
-  bool math = false;      // the materialising math path
-};
-BackendTraits backend_traits(std::string_view name);
+// The rules read a backend's Capabilities::traits (kernels/backend.hpp), never its name.
 
 // One rule that fired: its name, the condition as it held, what it moved to the front.
 struct RuleFiring {

@@ -323,14 +323,12 @@ GoldenCase GoldenFile::load(const std::string& id) const {
 
   GoldenCase out{id,
                  std::move(c),
-                 std::move(q),
-                 std::move(k),
-                 std::move(v),
-                 std::move(mask),
+                 InputBuffers{std::move(q), std::move(k), std::move(v), std::move(mask)},
                  std::move(o),
                  std::move(lse),
                  std::move(weights),
                  has_weights,
+                 info().precision_digits,
                  h5::string_attribute(w, g.get(), "", "family").value_or(""),
                  h5::string_attribute(w, g.get(), "", "data").value_or(""),
                  h5::string_attribute(w, g.get(), "", "note").value_or("")};

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "core/case_id.hpp"
-#include "core/guarded_buffer.hpp"
+#include "core/case_buffers.hpp"
 #include "reference/mha_reference.hpp"
 
 namespace sdpa::golden {
@@ -47,12 +47,12 @@ struct FileInfo {
 struct GoldenCase {
   std::string id;                     // group name = canonical case ID
   Case c;                             // parsed from the ID
-  GuardedBuffer q, k, v;              // inputs in the problem's layout, snapshot taken
-  std::optional<GuardedBuffer> mask;  // the mask view (uint8 or dtype), when the ID has one
+  InputBuffers inputs;                // in the problem's layout (mask: uint8 or dtype), snapshot taken
   std::vector<double> o;              // [B, Hq, L, Dv] expected output (logical, padded rows 0)
   std::vector<double> lse;            // [B, Hq, L] expected natural-log LSE (-inf: no key)
   std::vector<double> weights;        // [B, Hq, L, S] after dropout; empty if absent
   bool has_weights = false;           // the file holds weights for this case
+  std::int64_t precision_digits = 0;  // the file's precision_digits (limited for captures)
   std::string family, data, note;     // optional descriptive attributes ("" when absent)
 };
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "conformance/magnitudes.hpp"
 #include "core/guarded_buffer.hpp"
 
 namespace sdpa::golden {
@@ -29,8 +30,8 @@ std::string num(double x) {
   return s.str();
 }
 
-// c of one element; "" or a mismatch description in *kind.
-double agreement(double ref, double gold, double magnitude, std::string* kind) {
+// c of one element (`scale` = unit * M); "" or a mismatch description in *kind.
+double agreement(double ref, double gold, double scale, std::string* kind) {
   kind->clear();
   if (std::isnan(gold) || std::isnan(ref)) {
     if (!(std::isnan(gold) && std::isnan(ref))) *kind = "NaN mismatch";
@@ -42,14 +43,9 @@ double agreement(double ref, double gold, double magnitude, std::string* kind) {
   }
   const double excess = std::fabs(ref - gold) - kFloor;
   if (excess <= 0) return 0;
-  return excess / (kU * magnitude);  // infinity when M = 0
+  return excess / scale;  // infinity when M = 0
 }
 
-// Element offset of row r (packed or padded) of a Q-side / KV-side tensor.
-std::int64_t offset(const TensorLayout& t, bool packed, std::int64_t b, std::int64_t h,
-                    std::int64_t row, std::int64_t d) {
-  return (packed ? 0 : b * t.stride[0]) + h * t.stride[1] + row * t.stride[2] + d * t.stride[3];
-}
 
 }  // namespace
 
@@ -65,10 +61,13 @@ std::string Agreement::worst_where() const {
 
 Agreement compare_with_reference(const GoldenCase& g, reference::Precision precision, int threads) {
   const Problem& p = g.c.problem;
-  const reference::Inputs in{g.q.data(), g.k.data(), g.v.data(), g.mask ? g.mask->data() : nullptr};
+  const InputPointers in = g.inputs.pointers();
   const reference::Result r = reference::run_sdpa(p, in, precision, threads);
+  // The unit of c: the reference's rounding plus the file's own (a capture of limited
+  // digits, conformance/judge.hpp capture_unit).
+  const double unit = kU + capture_unit(g.precision_digits);
   Agreement a;
-  const std::int64_t B = p.batch, H = p.heads_q, L = p.len_q, S = p.len_kv, Dv = p.head_dim_v;
+  const std::int64_t B = p.batch, H = p.heads_q, L = p.len_q, Dv = p.head_dim_v;
   std::string kind;
   auto note = [&](double c, double ref, double gold, const std::string& where, double* worst,
                   std::string* worst_where) {
@@ -86,57 +85,26 @@ Agreement compare_with_reference(const GoldenCase& g, reference::Precision preci
         const auto row = static_cast<std::size_t>((b * H + h) * L + i);
         for (std::int64_t d = 0; d < Dv; ++d) {
           const auto x = row * static_cast<std::size_t>(Dv) + static_cast<std::size_t>(d);
-          const double m =
-              std::fabs(g.o[x]) + std::ldexp(r.mag_a[x] + r.mag_c[x] + r.mag_g[x],
-                                             static_cast<int>(r.mag_exp[row]));  // stored units
-          const double c = agreement(r.o[x], g.o[x], m, &kind);
+          const double m = output_magnitude(r, x, row, g.o[x]);
+          const double c = agreement(r.o[x], g.o[x], unit * m, &kind);
           note(c, r.o[x], g.o[x], index_text("o", {b, h, i, d}), &a.o, &a.o_where);
         }
-        const double m = std::fabs(g.lse[row]) + r.lse_mag_c[row] + r.lse_mag_g[row] + 1;
-        const double c = agreement(r.lse[row], g.lse[row], m, &kind);
+        const double m = lse_magnitude(r, row, g.lse[row]);
+        const double c = agreement(r.lse[row], g.lse[row], unit * m, &kind);
         note(c, r.lse[row], g.lse[row], index_text("lse", {b, h, i}), &a.lse, &a.lse_where);
       }
   if (!g.has_weights) return a;
-
-  // Logit magnitudes |s_j| and a_j from the stored inputs (plain f64 loops: they only
-  // scale the bound).
-  const double scale = effective_scale(p);
-  const auto cuq = cu_seqlens_q(p), cuk = cu_seqlens_kv(p);
-  const StridedView mv = p.mask != MaskKind::none ? mask_view(p) : StridedView{};
-  const std::int64_t group = p.heads_kv > 0 ? H / p.heads_kv : 1;
+  const std::int64_t S = p.len_kv;
+  const std::vector<double> mw = weight_magnitudes(p, in, r, g.weights);
   for (std::int64_t b = 0; b < B; ++b)
     for (std::int64_t h = 0; h < H; ++h)
-      for (std::int64_t i = 0; i < L; ++i) {
-        const auto row = static_cast<std::size_t>((b * H + h) * L + i);
+      for (std::int64_t i = 0; i < L; ++i)
         for (std::int64_t j = 0; j < S; ++j) {
-          const auto x = row * static_cast<std::size_t>(S) + static_cast<std::size_t>(j);
-          const double gold = g.weights[x], ref = r.weights[x];
-          double m = 0;
-          if (gold != 0 && std::isfinite(gold) && i < seqlen_q(p, b) && j < seqlen_kv(p, b)) {
-            const std::int64_t qr = p.packed ? cuq[b] + i : i, kr = p.packed ? cuk[b] + j : j;
-            double dot = 0, abs_dot = 0;
-            for (std::int64_t e = 0; e < p.head_dim_qk; ++e) {
-              const double qe =
-                  load_as_double(p.dtype, g.q.data(), offset(p.q, p.packed, b, h, qr, e));
-              const double ke =
-                  load_as_double(p.dtype, g.k.data(), offset(p.k, p.packed, b, h / group, kr, e));
-              dot += qe * ke;
-              abs_dot += std::fabs(qe * ke);
-            }
-            double s = scale * dot;
-            if (p.softcap > 0) s = p.softcap * std::tanh(s / p.softcap);
-            if (p.mask == MaskKind::additive) {
-              s += load_as_double(
-                  p.dtype, g.mask->data(),
-                  b * mv.stride[0] + h * mv.stride[1] + i * mv.stride[2] + j * mv.stride[3]);
-            }
-            m = std::fabs(gold) * (2 + std::fabs(s) + std::fabs(scale) * abs_dot +
-                                   r.lse_mag_c[row] + r.lse_mag_g[row]);
-          }
-          const double c = agreement(ref, gold, m, &kind);
-          note(c, ref, gold, index_text("weights", {b, h, i, j}), &a.weights, &a.weights_where);
+          const auto x = static_cast<std::size_t>(((b * H + h) * L + i) * S + j);
+          const double c = agreement(r.weights[x], g.weights[x], unit * mw[x], &kind);
+          note(c, r.weights[x], g.weights[x], index_text("weights", {b, h, i, j}), &a.weights,
+               &a.weights_where);
         }
-      }
   return a;
 }
 
@@ -174,7 +142,7 @@ Agreement compare_mha_with_reference(const MhaGoldenCase& g, int threads) {
         }
         const std::size_t x = at(t, b, L, E) + static_cast<std::size_t>(row);
         m += std::fabs(g.out[x]);
-        const double c = agreement(r.out[x], g.out[x], m, &kind);
+        const double c = agreement(r.out[x], g.out[x], kU * m, &kind);
         note(c, r.out[x], g.out[x], index_text("out", {t, b, row}), &a.o, &a.o_where);
       }
   if (!p.need_weights) return a;
@@ -227,7 +195,7 @@ Agreement compare_mha_with_reference(const MhaGoldenCase& g, int threads) {
           } else {
             const std::size_t x = row * static_cast<std::size_t>(Sp) + static_cast<std::size_t>(j);
             const double c =
-                agreement(r.weights[x], g.weights[x], m + std::fabs(g.weights[x]), &kind);
+                agreement(r.weights[x], g.weights[x], kU * (m + std::fabs(g.weights[x])), &kind);
             note(c, r.weights[x], g.weights[x], index_text("weights", {b, h, i, j}), &a.weights,
                  &a.weights_where);
           }
@@ -237,7 +205,7 @@ Agreement compare_mha_with_reference(const MhaGoldenCase& g, int threads) {
   if (p.average_attn_weights) {
     for (std::size_t x = 0; x < g.weights.size(); ++x) {
       const double c =
-          agreement(r.weights[x], g.weights[x], msum[x] + std::fabs(g.weights[x]), &kind);
+          agreement(r.weights[x], g.weights[x], kU * (msum[x] + std::fabs(g.weights[x])), &kind);
       const auto sx = static_cast<std::int64_t>(x);
       note(c, r.weights[x], g.weights[x],
            index_text("weights", {sx / (L * Sp), sx / Sp % L, sx % Sp}), &a.weights,
@@ -247,128 +215,11 @@ Agreement compare_mha_with_reference(const MhaGoldenCase& g, int threads) {
   return a;
 }
 
-namespace {
-
-CaseOutcome outcome(Status s, std::string message) {
-  CaseOutcome o;
-  o.status = s;
-  o.message = std::move(message);
-  return o;
-}
-
-// err / tol for one element: NaN must meet NaN and infinities must be equal.
-double ratio(double got, double want, double tol, double* err) {
-  *err = 0;
-  if (std::isnan(want) || std::isnan(got))
-    return std::isnan(want) && std::isnan(got) ? 0 : INFINITY;
-  if (std::isinf(want) || std::isinf(got)) return got == want ? 0 : INFINITY;
-  *err = std::fabs(got - want);
-  if (*err == 0) return 0;
-  return tol > 0 ? *err / tol : INFINITY;
-}
-
-}  // namespace
-
-CaseOutcome judge_backend(const Backend& backend, const GoldenCase& g, const Device& device,
+CaseOutcome judge_backend(const Backend& backend, GoldenCase& g, const Device& device,
                           const RunOptions& options, const ToleranceTable& table) {
-  const Problem& p = g.c.problem;
-  if (auto r = validate(p); !r.empty()) return outcome(Status::invalid, r);
-  if (Support s = backend.supports(p, device); !s.ok()) {
-    std::string why;
-    for (const auto& reason : s.reasons) why += (why.empty() ? "" : "; ") + reason;
-    return outcome(Status::not_supported, why);
-  }
-  const std::int64_t B = p.batch, H = p.heads_q, L = p.len_q, S = p.len_kv, Dv = p.head_dim_v;
-  GuardedBuffer o("o", dtype_size(p.dtype), o_view(p), p.o.base_offset);
-  GuardedBuffer lse("lse", 4, StridedView{{B, H, L, 1}, {H * L, L, 1, 1}});
-  GuardedBuffer weights(
-      "weights", dtype_size(p.dtype),
-      p.want_weights ? StridedView{{B, H, L, S}, {H * L * S, L * S, S, 1}} : StridedView{});
-  const Buffers buf{g.q.data(),
-                    g.k.data(),
-                    g.v.data(),
-                    g.mask ? g.mask->data() : nullptr,
-                    o.data(),
-                    p.want_lse ? static_cast<float*>(lse.data()) : nullptr,
-                    p.want_weights ? weights.data() : nullptr};
-  try {
-    backend.run(p, buf, options);
-  } catch (const std::exception& e) {
-    return outcome(Status::fail,
-                   std::string("the backend threw after supports() accepted: ") + e.what());
-  }
-  std::vector<const GuardedBuffer*> inputs = {&g.q, &g.k, &g.v};
-  if (g.mask) inputs.push_back(&*g.mask);
-  for (const GuardedBuffer* in : inputs) {
-    if (auto v = in->check_unchanged()) return outcome(Status::fail, v.message);
-  }
-  if (auto v = o.check()) return outcome(Status::fail, v.message);
-  if (p.want_lse) {
-    if (auto v = lse.check()) return outcome(Status::fail, v.message);
-  }
-  if (p.want_weights) {
-    if (auto v = weights.check()) return outcome(Status::fail, v.message);
-  }
-
-  // The reference supplies the error magnitudes; the golden file the expected values.
-  const reference::Inputs in{g.q.data(), g.k.data(), g.v.data(), g.mask ? g.mask->data() : nullptr};
-  const reference::Result ref = reference::run_sdpa(p, in);
-  const PrecisionContract contract = backend.precision(p.dtype);
-  CaseOutcome out;
-  const auto cuq = cu_seqlens_q(p);
-  auto consider = [&](double r, double err, const std::string& where) {
-    out.max_abs_error = std::max(out.max_abs_error, err);
-    if (r > out.worst_ratio || (std::isinf(r) && !std::isinf(out.worst_ratio))) {
-      out.worst_ratio = r;
-      out.worst_where = where;
-    }
-  };
-  for (std::int64_t b = 0; b < B; ++b) {
-    const std::int64_t lb = seqlen_q(p, b);
-    const ToleranceFactors f = tolerance_factors(p, contract, seqlen_kv(p, b), table);
-    for (std::int64_t h = 0; h < H; ++h) {
-      const std::int64_t rows = p.packed ? lb : L;  // packed padding rows do not exist
-      for (std::int64_t i = 0; i < rows; ++i) {
-        const std::int64_t row = (b * H + h) * L + i;
-        const std::int64_t r = p.packed ? cuq[b] + i : i;
-        for (std::int64_t d = 0; d < Dv; ++d) {
-          const double got = load_as_double(p.dtype, o.data(), offset(p.o, p.packed, b, h, r, d));
-          const double want = g.o[static_cast<std::size_t>(row * Dv + d)];
-          const double tol = i < lb ? output_tolerance(f, ref, row, d, Dv) : 0.0;
-          double err;
-          const double q = ratio(got, want, tol, &err);
-          consider(q, err,
-                   index_text("o", {b, h, i, d}) + " = " + num(got) + ", golden " + num(want) +
-                       " (tolerance " + num(tol) + ")");
-        }
-        if (p.want_lse) {
-          const double got = static_cast<const float*>(lse.data())[row];
-          const double want = g.lse[static_cast<std::size_t>(row)];
-          const double want32 = std::isfinite(want) ? double(float(want)) : want;  // f32 output
-          double err;
-          const double q = ratio(got, want32, i < lb ? lse_tolerance(f, ref, row) : 0.0, &err);
-          consider(q, 0, index_text("lse", {b, h, i}) + " = " + num(got) + ", golden " + num(want));
-        }
-      }
-    }
-  }
-  if (p.want_weights) {
-    const ToleranceFactors f = tolerance_factors(p, contract, S, table);
-    for (std::size_t x = 0; x < g.weights.size(); ++x) {
-      const double got = load_as_double(p.dtype, weights.data(), static_cast<std::int64_t>(x));
-      const double want = g.weights[x];
-      const double tol = dtype_unit_roundoff(p.dtype) * (4 + std::fabs(want)) * std::fabs(want) +
-                         64 * dtype_unit_roundoff(contract.accumulate) * std::fabs(want) + f.floor;
-      double err;
-      const double q = ratio(got, want, tol, &err);
-      consider(q, 0, "weights[" + std::to_string(x) + "] = " + num(got) + ", golden " + num(want));
-    }
-  }
-  if (out.worst_ratio > 1) {
-    out.status = Status::fail;
-    out.message = "error/tolerance " + num(out.worst_ratio) + " at " + out.worst_where;
-  }
-  return out;
+  const ExpectedValues expected{&g.o, &g.lse, g.has_weights ? &g.weights : nullptr,
+                                g.precision_digits};
+  return judge(backend, g.c.problem, g.inputs, device, options, &expected, table);
 }
 
 }  // namespace sdpa::golden

@@ -4,22 +4,23 @@
 // Both are meant to be the exact result rounded once to f64, so they must agree to a few
 // f64 ulps of the error magnitudes: per element,
 //
-//   |ref - golden| <= c * 2^-53 * M + 2^-1074,
+//   |ref - golden| <= c * (2^-53 + capture_unit(precision_digits)) * M + 2^-1074,
 //   M(o)       = |o| + mag_a + mag_c + mag_g               (the reference's magnitudes)
 //   M(lse)     = |lse| + lse_mag_c + lse_mag_g + 1
 //   M(weight)  = |w| * (2 + |s_j| + a_j + lse_mag_c + lse_mag_g)
 //
-// and the worst c is reported (s_j the logit, a_j = |scale| sum |Q K|, both recomputed from
-// the stored inputs). NaN must meet NaN, and infinities must be equal.
+// (conformance/magnitudes.hpp) and the worst c is reported: for a file of exact values the
+// unit is the f64 rounding; for a capture of limited precision_digits its own rounding
+// is added (conformance/judge.hpp, golden/SCHEMA.md). NaN must meet NaN, and infinities
+// must be equal.
 //
-// judge_backend: a backend against the golden values, with the conformance tolerance model
-// (conformance/tolerance.hpp: the backend's precision contract and the reference's
-// magnitudes), guarded buffers and the statuses of TESTING.md.
+// judge_backend: a backend against the golden values with the one judge
+// (conformance/judge.hpp), the golden file supplying the expected values.
 #pragma once
 
 #include <string>
 
-#include "conformance/check_case.hpp"
+#include "conformance/judge.hpp"
 #include "golden/golden_file.hpp"
 #include "reference/sdpa_reference.hpp"
 
@@ -47,7 +48,7 @@ Agreement compare_with_reference(const GoldenCase& g, reference::Precision preci
 Agreement compare_mha_with_reference(const MhaGoldenCase& g, int threads = 0);
 
 // Runs `backend` on the golden inputs and judges its outputs against the golden values.
-CaseOutcome judge_backend(const Backend& backend, const GoldenCase& g, const Device& device,
+CaseOutcome judge_backend(const Backend& backend, GoldenCase& g, const Device& device,
                           const RunOptions& options = {}, const ToleranceTable& table = {});
 
 }  // namespace sdpa::golden

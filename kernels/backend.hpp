@@ -4,7 +4,10 @@
 //
 // Policy: `supports()` is the one source of truth. The dispatcher selects by calling it,
 // the conformance engine records its reasons as NOT_SUPPORTED, and a backend that said
-// yes must then be correct ("decline or be correct", TESTING.md).
+// yes must then be correct ("decline or be correct", docs/TESTING.md). The dispatcher
+// never looks at a backend's name: what it needs to know is data (Capabilities, Traits).
+// A backend family registers itself (kernels/registry.hpp, docs/KERNELS.md "Adding a
+// backend").
 #pragma once
 
 #include <cstdint>
@@ -34,6 +37,28 @@ struct PrecisionContract {
   std::int64_t key_block = 0;     // keys per block of the online softmax / split (0 = none)
 };
 
+// Where a backend's run() expects its buffers. The judge allocates and guards buffers in
+// host memory and, for another space, copies inputs (and the poisoned outputs with their
+// margins) there before run() and the outputs back after it (conformance/memory_space.hpp).
+enum class MemorySpace {
+  host,         // ordinary CPU memory
+  cuda_device,  // CUDA device memory (cudaMalloc)
+  test_device,  // a separate host allocation standing in for a device (tests of the judge)
+};
+const char* memory_space_name(MemorySpace m);
+
+// Properties of a backend's algorithm that the dispatcher's ordering rules look at
+// (dispatcher/rules.hpp). Data, never inferred from the name.
+struct Traits {
+  bool split_kv = false;     // splits one query row's keys across workers (decode shapes)
+  bool math = false;         // the materialising math path (no tiling, no threading overhead)
+  bool cudnn = false;        // the cuDNN SDPA graph (PyTorch prefers it on sm9x / sm10x)
+  bool fused_mha = false;    // a fused kernel native multi-head attention hands SDPA to
+                             // (PyTorch's flash and memory-efficient kernels)
+  bool isa_targets = false;  // has one code path per CPU ISA target (IsaTarget): a run over
+                             // every target runs it once per target
+};
+
 // What a backend can do, as data. A field left at its default imposes no restriction.
 // Backends check these with check_capabilities() and add rules of their own in supports().
 struct Capabilities {
@@ -58,10 +83,14 @@ struct Capabilities {
   bool empty_problems = true;           // any dimension may be 0
   bool deterministic = false;           // same bits at any thread count and across runs
   bool batch_invariant = false;         // a row's output does not depend on the rest of the batch
+  MemorySpace memory = MemorySpace::host;  // where run() expects its buffers
+  Traits traits;                           // algorithm properties the dispatcher's rules use
 };
 
 // Output and input pointers for one run; each points at element 0 of its view (layouts in
-// the Problem). LSE is [B, Hq, L] contiguous f32; weights [B, Hq, L, S] contiguous in dtype.
+// the Problem, views in core/problem.hpp: o_view, lse_view, weights_view). LSE is
+// [B, Hq, L] contiguous f32; weights [B, Hq, L, S] contiguous in dtype. All live in
+// `memory` (the backend's Capabilities::memory).
 struct Buffers {
   const void* q = nullptr;     // Q
   const void* k = nullptr;     // K
@@ -70,12 +99,12 @@ struct Buffers {
   void* o = nullptr;           // O
   float* lse = nullptr;        // LSE, written when problem.want_lse
   void* weights = nullptr;     // attention weights, written when problem.want_weights
+  MemorySpace memory = MemorySpace::host;  // where every pointer above points
 };
 
-// Per-run knobs that are not part of the problem.
+// Per-run knobs that are neither part of the problem nor of the device.
 struct RunOptions {
-  int threads = 0;          // OpenMP threads; 0 = the OpenMP default
-  std::string simd_target;  // force a SIMD target ("scalar", "avx2", "avx512", ...); "" = best
+  int threads = 0;  // OpenMP threads; 0 = the OpenMP default
 };
 
 class Backend {
@@ -89,9 +118,11 @@ class Backend {
   virtual PrecisionContract precision(DType dtype) const = 0;
   // Whether it can run `p` on `device`, with every reason it cannot.
   virtual Support supports(const Problem& p, const Device& device) const = 0;
-  // Computes O (and LSE / weights when asked). Only called after supports() said yes;
-  // throws std::runtime_error on an internal failure.
-  virtual void run(const Problem& p, const Buffers& buffers, const RunOptions& options) const = 0;
+  // Computes O (and LSE / weights when asked) on `device`, the device supports() accepted,
+  // resolved (for a CPU: device.cpu.isa is the ISA target to run). Only called after
+  // supports() said yes; throws std::runtime_error on an internal failure.
+  virtual void run(const Problem& p, const Buffers& buffers, const Device& device,
+                   const RunOptions& options) const = 0;
 };
 
 // The data-driven checks every backend shares: dtype, device kind, head dims, masks,

@@ -5,6 +5,18 @@
 
 namespace sdpa {
 
+const char* memory_space_name(MemorySpace m) {
+  switch (m) {
+    case MemorySpace::host:
+      return "host";
+    case MemorySpace::cuda_device:
+      return "cuda_device";
+    case MemorySpace::test_device:
+      return "test_device";
+  }
+  return "?";
+}
+
 void check_capabilities(const Capabilities& caps, const Problem& p, const Device& device,
                         Support& s) {
   if (device.kind != caps.device) {

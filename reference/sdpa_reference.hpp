@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "core/case_buffers.hpp"
 #include "core/problem.hpp"
 
 namespace sdpa::reference {
@@ -18,12 +19,7 @@ enum class Precision {
 };
 
 // Input buffers laid out as the problem's views describe; each pointer is element 0.
-struct Inputs {
-  const void* q = nullptr;     // Q in problem.dtype
-  const void* k = nullptr;     // K in problem.dtype
-  const void* v = nullptr;     // V in problem.dtype
-  const void* mask = nullptr;  // mask view: uint8 (boolean) or problem.dtype (additive)
-};
+using Inputs = InputPointers;
 
 // Every array is logical and contiguous over the unpacked shape, whatever the problem's
 // layout; query rows i >= L_b (padding) hold O = 0, LSE = -inf and zero magnitudes.

@@ -195,7 +195,7 @@ void records_table(std::string& out, const std::vector<const CaseRecord*>& rows)
 }  // namespace
 
 std::string render_html(const RunSummary& run) {
-  auto total = report::count_statuses(run);
+  auto total = count_statuses(run);
   bool ok = total.failures() == 0;
   std::string o;
   o += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n";
@@ -204,7 +204,7 @@ std::string render_html(const RunSummary& run) {
        "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n";
   o += std::string("<h1>sdpa-cts conformance <span class=\"badge ") + (ok ? "ok" : "bad") + "\">" +
        (ok ? "PASSED" : "FAILED") + "</span></h1>\n";
-  o += "<p class=\"line\"><code>" + h(report::summary_line(total)) + "</code></p>\n";
+  o += "<p class=\"line\"><code>" + h(summary_line(total)) + "</code></p>\n";
 
   // Run metadata.
   o += "<table class=\"meta\">\n";
@@ -231,16 +231,16 @@ std::string render_html(const RunSummary& run) {
     o += "<p>No cases ran.</p>\n";
   } else {
     std::vector<Status> cols;
-    for (Status s : report::kAllStatuses) {
+    for (Status s : kAllStatuses) {
       if (s == Status::pass || s == Status::fail || total[s] > 0) cols.push_back(s);
     }
     o += "<table class=\"counts\"><tr><th>backend</th>";
     for (Status s : cols) o += "<th class=\"num\">" + status_span(s) + "</th>";
     o += "<th class=\"num\">total</th></tr>\n";
-    auto row = [&](const std::string& name_html, const report::StatusCounts& c) {
+    auto row = [&](const std::string& name_html, const StatusCounts& c) {
       o += "<tr><th>" + name_html + "</th>";
       for (Status s : cols) {
-        const char* cls = c[s] == 0 ? "num zero" : report::is_failure(s) ? "num bad" : "num";
+        const char* cls = c[s] == 0 ? "num zero" : is_failure(s) ? "num bad" : "num";
         o += std::string("<td class=\"") + cls + "\">" + std::to_string(c[s]) + "</td>";
       }
       o += "<td class=\"num\">" + std::to_string(c.total) + "</td></tr>\n";
@@ -290,7 +290,7 @@ std::string render_html(const RunSummary& run) {
       double max_ratio = 0;
       bool nan = false;
       for (const auto& r : run.records) {
-        if (r.backend != backend || !report::has_ratio(r.status)) continue;
+        if (r.backend != backend || !has_ratio(r.status)) continue;
         if (std::isnan(r.worst_ratio)) nan = true;
         max_ratio = std::max(max_ratio, r.worst_ratio);
       }
@@ -326,7 +326,7 @@ std::string render_html(const RunSummary& run) {
   // Failures, then the other findings.
   std::vector<const CaseRecord*> failures, findings;
   for (const auto& r : run.records) {
-    if (report::is_failure(r.status)) {
+    if (is_failure(r.status)) {
       failures.push_back(&r);
     } else if (r.status != Status::pass && r.status != Status::not_supported) {
       findings.push_back(&r);

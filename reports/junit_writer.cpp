@@ -48,7 +48,7 @@ std::string testcase_name(const CaseRecord& r) {
 // The body of a <failure> or <system-out>: everything a reader needs to reproduce the case.
 std::string details(const CaseRecord& r) {
   std::string s = std::string(status_name(r.status)) + ": " + r.message + "\n";
-  if (report::has_ratio(r.status)) {
+  if (has_ratio(r.status)) {
     s += "worst err/tol: " + report::format_number(r.worst_ratio, 4);
     if (!r.worst_where.empty()) s += " at " + r.worst_where;
     s += ", max abs error: " + report::format_number(r.max_abs_error, 4) + "\n";
@@ -68,7 +68,7 @@ std::string details(const CaseRecord& r) {
 std::string render_junit_xml(const RunSummary& run) {
   std::map<std::string, std::vector<const CaseRecord*>> suites;
   for (const auto& r : run.records) suites[r.backend].push_back(&r);
-  auto total = report::count_statuses(run);
+  auto total = count_statuses(run);
   std::string timestamp = junit_timestamp(run.started_at);
 
   std::string x = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
@@ -76,7 +76,7 @@ std::string render_junit_xml(const RunSummary& run) {
        attr("failures", std::to_string(total.failures())) + attr("errors", "0") +
        attr("time", report::format_seconds(run.seconds)) + ">\n";
   for (const auto& [backend, records] : suites) {
-    report::StatusCounts c;
+    StatusCounts c;
     double seconds = 0;
     for (const CaseRecord* r : records) {
       c.add(r->status);

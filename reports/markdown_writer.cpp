@@ -24,12 +24,12 @@ std::string cases_per_second(const RunSummary& run) {
 }  // namespace
 
 std::string render_markdown(const RunSummary& run, const MarkdownLimits& limits) {
-  auto total = report::count_statuses(run);
+  auto total = count_statuses(run);
   bool ok = total.failures() == 0;
   std::string md;
   md += ok ? "## sdpa-cts conformance: \xE2\x9C\x85 passed\n\n"
            : "## sdpa-cts conformance: \xE2\x9D\x8C failed\n\n";
-  md += md_code(report::summary_line(total)) + "\n\n";
+  md += md_code(summary_line(total)) + "\n\n";
   md += "Tier " + md_code(run.tier) + " on " + md_code(run.device) + ": " +
         std::to_string(total.total) + " cases in " + report::format_number(run.seconds, 3) + " s" +
         cases_per_second(run) + ", seed " + std::to_string(run.seed) + ", tolerances " +
@@ -38,7 +38,7 @@ std::string render_markdown(const RunSummary& run, const MarkdownLimits& limits)
 
   // Status table: PASS and FAIL always, other statuses only when they occur.
   std::vector<Status> cols;
-  for (Status s : report::kAllStatuses) {
+  for (Status s : kAllStatuses) {
     if (s == Status::pass || s == Status::fail || total[s] > 0) cols.push_back(s);
   }
   auto by_backend = report::counts_by_backend(run);
@@ -48,12 +48,12 @@ std::string render_markdown(const RunSummary& run, const MarkdownLimits& limits)
     md += " total |\n|---|";
     for (std::size_t i = 0; i <= cols.size(); ++i) md += "--:|";
     md += "\n";
-    auto row = [&](const std::string& name, const report::StatusCounts& c) {
+    auto row = [&](const std::string& name, const StatusCounts& c) {
       md += "| ";
       md += name;
       md += " |";
       for (Status s : cols) {
-        const char* mark = report::is_failure(s) && c[s] > 0 ? "**" : "";
+        const char* mark = is_failure(s) && c[s] > 0 ? "**" : "";
         md += ' ';
         md += mark;
         md += std::to_string(c[s]);
@@ -116,7 +116,7 @@ std::string render_markdown(const RunSummary& run, const MarkdownLimits& limits)
                              ? limits.max_bytes - tail.size() - footer.size() - 200
                              : 0;
     for (const auto& r : run.records) {
-      if (!report::is_failure(r.status)) continue;
+      if (!is_failure(r.status)) continue;
       if (shown == limits.max_failures) break;
       std::string item =
           std::string("**") + status_name(r.status) + "** " + md_code(r.backend) + " " +

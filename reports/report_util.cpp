@@ -8,67 +8,10 @@
 
 namespace sdpa::report {
 
-bool is_failure(Status s) {
-  return s == Status::fail || s == Status::crash || s == Status::timeout;
-}
-
-bool has_ratio(Status s) {
-  return s == Status::pass || s == Status::quality_warning || s == Status::fail;
-}
-
-const char* status_key(Status s) {
-  switch (s) {
-    case Status::pass:
-      return "passed";
-    case Status::fail:
-      return "failed";
-    case Status::not_supported:
-      return "not_supported";
-    case Status::invalid:
-      return "invalid";
-    case Status::mistrusted:
-      return "mistrusted";
-    case Status::crash:
-      return "crash";
-    case Status::timeout:
-      return "timeout";
-    case Status::quality_warning:
-      return "quality_warning";
-  }
-  return "unknown";
-}
-
-std::int64_t StatusCounts::failures() const {
-  return (*this)[Status::fail] + (*this)[Status::crash] + (*this)[Status::timeout];
-}
-
-void StatusCounts::add(Status s) {
-  auto i = static_cast<std::size_t>(s);
-  if (i < n.size()) ++n[i];
-  ++total;
-}
-
-StatusCounts count_statuses(const RunSummary& run) {
-  StatusCounts c;
-  for (const auto& r : run.records) c.add(r.status);
-  return c;
-}
-
 std::map<std::string, StatusCounts> counts_by_backend(const RunSummary& run) {
   std::map<std::string, StatusCounts> m;
   for (const auto& r : run.records) m[r.backend].add(r.status);
   return m;
-}
-
-std::string summary_line(const StatusCounts& counts) {
-  std::string line;
-  for (Status s : kAllStatuses) {
-    if (!line.empty()) line += ' ';
-    line += status_key(s);
-    line += ": ";
-    line += std::to_string(counts[s]);
-  }
-  return line;
 }
 
 // ---- err/tol histogram

@@ -15,39 +15,11 @@
 
 namespace sdpa::report {
 
-// ---- Statuses ----------------------------------------------------------------------------------
-
-inline constexpr std::array<Status, 8> kAllStatuses = {
-    Status::pass,       Status::fail,  Status::not_supported, Status::invalid,
-    Status::mistrusted, Status::crash, Status::timeout,       Status::quality_warning};
-
-// FAIL, CRASH and TIMEOUT: the statuses that fail a run (non-zero exit, JUnit <failure>).
-bool is_failure(Status s);
-
-// Statuses whose worst_ratio is a measurement (PASS, QUALITY_WARNING, FAIL): the err/tol
-// histogram counts these.
-bool has_ratio(Status s);
-
-// Lower-case key of a status for summary lines: "passed", "failed", "not_supported", ...
-const char* status_key(Status s);
-
-// Records per status, indexed by static_cast<int>(Status).
-struct StatusCounts {
-  std::array<std::int64_t, kAllStatuses.size()> n{};
-  std::int64_t total = 0;
-  std::int64_t failures() const;  // FAIL + CRASH + TIMEOUT
-  std::int64_t operator[](Status s) const { return n[static_cast<int>(s)]; }
-  void add(Status s);
-};
-
-StatusCounts count_statuses(const RunSummary& run);
+// ---- Tallies (the status vocabulary itself is conformance/status.hpp) -------------------------
 
 // Counts per backend, backends sorted by name.
 std::map<std::string, StatusCounts> counts_by_backend(const RunSummary& run);
 
-// The greppable one-line summary: "passed: N failed: N not_supported: N invalid: N
-// mistrusted: N crash: N timeout: N quality_warning: N".
-std::string summary_line(const StatusCounts& counts);
 
 // ---- err/tol histogram
 // ----------------------------------------------------------------------------

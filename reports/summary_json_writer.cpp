@@ -19,17 +19,17 @@ json number(double x) {
   return report::format_number(x);
 }
 
-json counts_json(const report::StatusCounts& c) {
+json counts_json(const StatusCounts& c) {
   json j;
   j["total"] = c.total;
-  for (Status s : report::kAllStatuses) j[status_name(s)] = c[s];
+  for (Status s : kAllStatuses) j[status_name(s)] = c[s];
   return j;
 }
 
 }  // namespace
 
 std::string render_summary_json(const RunSummary& run) {
-  auto counts = report::count_statuses(run);
+  auto counts = count_statuses(run);
   double case_seconds = 0;
   for (const auto& r : run.records) {
     if (std::isfinite(r.seconds)) case_seconds += r.seconds;
@@ -50,7 +50,7 @@ std::string render_summary_json(const RunSummary& run) {
   j["cases_per_second"] =
       run.seconds > 0 && std::isfinite(run.seconds) ? counts.total / run.seconds : 0.0;
   j["ok"] = counts.failures() == 0;
-  j["summary_line"] = report::summary_line(counts);
+  j["summary_line"] = summary_line(counts);
   j["counts"] = counts_json(counts);
 
   json backends = json::object();
@@ -80,7 +80,7 @@ std::string render_summary_json(const RunSummary& run) {
 
   json failures = json::array();
   for (const auto& r : run.records) {
-    if (!report::is_failure(r.status)) continue;
+    if (!is_failure(r.status)) continue;
     if (failures.size() == kFailuresInSummary) break;
     json f;
     f["case_id"] = r.case_id;

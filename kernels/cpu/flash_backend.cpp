@@ -19,7 +19,7 @@
 #include "core/philox.hpp"
 #include "kernels/cpu/cpu_backends.hpp"
 #include "kernels/cpu/flash_kernel.hpp"
-#include "kernels/cpu/simd_target.hpp"
+#include "kernels/cpu/isa_target.hpp"
 
 namespace sdpa::cpu {
 namespace {
@@ -42,6 +42,8 @@ Capabilities make_capabilities() {
   c.weights_output = false;
   c.deterministic = true;
   c.batch_invariant = true;
+  c.traits.fused_mha = true;
+  c.traits.isa_targets = true;
   return c;
 }
 
@@ -122,24 +124,25 @@ class FlashBackend final : public Backend {
     return s;
   }
 
-  void run(const Problem& p, const Buffers& buf, const RunOptions& options) const override;
+  void run(const Problem& p, const Buffers& buf, const Device& device,
+           const RunOptions& options) const override;
 };
 
-void FlashBackend::run(const Problem& p, const Buffers& buf, const RunOptions& options) const {
-  static const Device cpu = detect_cpu();
-  const SimdTarget target = choose_simd_target(cpu.cpu, options.simd_target);
+void FlashBackend::run(const Problem& p, const Buffers& buf, const Device& device,
+                       const RunOptions& options) const {
+  const IsaTarget target = isa_to_run(device);
   flash::ItemFn fn = nullptr;
   switch (target) {
-    case SimdTarget::scalar:
+    case IsaTarget::scalar:
       fn = flash::run_item_scalar;
       break;
-    case SimdTarget::avx2:
+    case IsaTarget::avx2:
       fn = flash::run_item_avx2;
       break;
-    case SimdTarget::avx512:
+    case IsaTarget::avx512:
       fn = flash::run_item_avx512;
       break;
-    case SimdTarget::avx512bf16:
+    case IsaTarget::avx512bf16:
       fn = flash::run_item_avx512bf16;
       break;
   }
@@ -200,8 +203,8 @@ void FlashBackend::run(const Problem& p, const Buffers& buf, const RunOptions& o
   // CPU; otherwise it is widened to f32 for the zmm FMA kernel. Fixed per machine, so the
   // bits stay the same from run to run.
   static const bool fast_bf16_dot = __builtin_cpu_is("amd");
-  P.bf16_dot = target == SimdTarget::avx512bf16 && p.dtype == DType::bf16 &&
-               (!options.simd_target.empty() || fast_bf16_dot) &&
+  P.bf16_dot = target == IsaTarget::avx512bf16 && p.dtype == DType::bf16 &&
+               (device.cpu.isa_chosen || fast_bf16_dot) &&
                !holds_bf16_subnormal(buf.v, v_view(p));
   P.scratch = scratch_layout(P.dqk, P.dv, P.dropout, P.bf16_dot);
 

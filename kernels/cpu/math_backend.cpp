@@ -24,7 +24,7 @@
 
 #include "kernels/cpu/cpu_backends.hpp"
 #include "kernels/cpu/sdpa_rows.hpp"
-#include "kernels/cpu/simd_target.hpp"
+#include "kernels/cpu/isa_target.hpp"
 #include "kernels/cpu/vec_kernels.hpp"
 
 namespace sdpa::cpu {
@@ -59,11 +59,6 @@ std::int64_t round_up(std::int64_t x, std::int64_t m) { return (x + m - 1) / m *
 std::int64_t row_block(std::int64_t s_pad) {
   return std::clamp<std::int64_t>((std::int64_t(2) << 20) / (4 * std::max<std::int64_t>(s_pad, 1)),
                                   8, 192);
-}
-
-const Device& this_cpu() {
-  static const Device d = detect_cpu();
-  return d;
 }
 
 // Writes padding rows and fully masked rows.
@@ -347,6 +342,8 @@ class MathBackend final : public Backend {
     caps_.weights_output = true;
     caps_.deterministic = true;
     caps_.batch_invariant = true;
+    caps_.traits.math = true;
+    caps_.traits.isa_targets = true;
   }
   std::string_view name() const override { return "cpu.math"; }
   const Capabilities& capabilities() const override { return caps_; }
@@ -365,14 +362,15 @@ class MathBackend final : public Backend {
     }
     return s;
   }
-  void run(const Problem& p, const Buffers& buf, const RunOptions& options) const override {
+  void run(const Problem& p, const Buffers& buf, const Device& device,
+           const RunOptions& options) const override {
     if (p.dtype == DType::f64) {
       blas_single_thread();
       run_all(F64Engine{}, p, buf, options);
       return;
     }
-    const SimdTarget target = choose_simd_target(this_cpu().cpu, options.simd_target);
-    const bool blas = target != SimdTarget::scalar && gemm_kind() == GemmKind::openblas;
+    const IsaTarget target = isa_to_run(device);
+    const bool blas = target != IsaTarget::scalar && gemm_kind() == GemmKind::openblas;
     if (blas) blas_single_thread();
     run_all(F32Engine{vk::table(target), blas}, p, buf, options);
   }

@@ -22,7 +22,7 @@
 
 #include "kernels/cpu/cpu_backends.hpp"
 #include "kernels/cpu/sdpa_rows.hpp"
-#include "kernels/cpu/simd_target.hpp"
+#include "kernels/cpu/isa_target.hpp"
 #include "kernels/cpu/vec_kernels.hpp"
 
 namespace sdpa::cpu {
@@ -51,11 +51,6 @@ std::int64_t mem_efficient_chunk_length(std::int64_t sb, std::int64_t dqk, std::
 }
 
 namespace {
-
-const Device& this_cpu() {
-  static const Device d = detect_cpu();
-  return d;
-}
 
 // A set of query rows of one (b, kv head): rows r in [r0, r1) of the G * L_b rows, row r
 // being query i = r / G of head hk * G + r % G (query-major, so that a block of rows has
@@ -323,10 +318,11 @@ struct Wave {
   std::vector<Row> rows;
 };
 
-void run_problem(const Problem& p, const Buffers& buf, const RunOptions& options) {
+void run_problem(const Problem& p, const Buffers& buf, const Device& device,
+                 const RunOptions& options) {
   if (p.batch == 0 || p.heads_q == 0 || p.len_q == 0) return;
   const Geometry g(p);
-  const SimdTarget target = choose_simd_target(this_cpu().cpu, options.simd_target);
+  const IsaTarget target = isa_to_run(device);
   const vk::Table& t = vk::table(target);
   const std::int64_t ldo = round_up(std::max<std::int64_t>(p.head_dim_v, 1), 32);
   const Plan pl{p,
@@ -412,6 +408,9 @@ class MemEfficientBackend final : public Backend {
     caps_.weights_output = false;
     caps_.deterministic = true;
     caps_.batch_invariant = true;
+    caps_.traits.split_kv = true;
+    caps_.traits.fused_mha = true;
+    caps_.traits.isa_targets = true;
   }
   std::string_view name() const override { return "cpu.mem_efficient"; }
   const Capabilities& capabilities() const override { return caps_; }
@@ -427,8 +426,9 @@ class MemEfficientBackend final : public Backend {
     check_capabilities(caps_, p, device, s);
     return s;
   }
-  void run(const Problem& p, const Buffers& buf, const RunOptions& options) const override {
-    run_problem(p, buf, options);
+  void run(const Problem& p, const Buffers& buf, const Device& device,
+           const RunOptions& options) const override {
+    run_problem(p, buf, device, options);
   }
 
  private:

@@ -2,14 +2,14 @@
 
 namespace sdpa::cpu::vk {
 
-const Table& table(SimdTarget target) {
+const Table& table(IsaTarget target) {
   switch (target) {
-    case SimdTarget::scalar:
+    case IsaTarget::scalar:
       return scalar_table();
-    case SimdTarget::avx2:
+    case IsaTarget::avx2:
       return avx2_table();
-    case SimdTarget::avx512:
-    case SimdTarget::avx512bf16:
+    case IsaTarget::avx512:
+    case IsaTarget::avx512bf16:
       return avx512_table();
   }
   return scalar_table();

@@ -13,7 +13,7 @@
 #include <cstdint>
 
 #include "core/dtype.hpp"
-#include "kernels/cpu/simd_target.hpp"
+#include "kernels/cpu/isa_target.hpp"
 
 namespace sdpa::cpu::vk {
 
@@ -61,7 +61,7 @@ struct Table {
 };
 
 // The table of a target (avx512bf16 uses the avx512 table: these kernels compute in f32).
-const Table& table(SimdTarget target);
+const Table& table(IsaTarget target);
 
 // Per-target tables, each defined in its own translation unit.
 const Table& scalar_table();

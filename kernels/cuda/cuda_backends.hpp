@@ -15,9 +15,4 @@ const Backend& mem_efficient_backend();  // cuda.mem_efficient: CUTLASS kernel (
 const Backend& math_backend();           // cuda.math: the composite math path (MATH), no checks
 const Backend& cudnn_backend();          // cuda.cudnn: cuDNN frontend SDPA graph (CUDNN_ATTENTION)
 
-// "sm80", "sm121": the name of a compute capability (major * 10 + minor).
-std::string sm_name(int sm);
-// "9.16.0" from the encoding major * 10000 + minor * 100 + patch; "none" for 0.
-std::string cudnn_version_name(int version);
-
 }  // namespace sdpa::cuda

@@ -4,14 +4,6 @@
 
 namespace sdpa::cuda {
 
-std::string sm_name(int sm) { return "sm" + std::to_string(sm); }
-
-std::string cudnn_version_name(int v) {
-  if (v <= 0) return "none";
-  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
-         std::to_string(v % 100);
-}
-
 namespace detail {
 
 bool check_cuda_device(const Capabilities& caps, const Device& device, Support& s) {

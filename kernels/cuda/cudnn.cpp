@@ -1,4 +1,5 @@
-// cuda.cudnn: PyTorch's CUDNN_ATTENTION rules (pytorch-sdpa.md 1.8), docs/DISPATCH.md.
+// cuda.cudnn: PyTorch's CUDNN_ATTENTION rules (can_use_cudnn_attention in its
+// cuda/sdp_utils.cpp), docs/DISPATCH.md.
 // cuDNN versions are encoded major * 10000 + minor * 100 + patch (9.16.0 = 91600).
 #include <cmath>
 
@@ -30,6 +31,8 @@ Capabilities cudnn_caps() {
   c.empty_problems = false;
   c.deterministic = false;  // "cuDNN SDPA is not deterministic."
   c.batch_invariant = false;
+  c.memory = MemorySpace::cuda_device;
+  c.traits.cudnn = true;  // PyTorch puts cuDNN first on sm9x / sm10x (rule cudnn_preferred)
   return c;
 }
 

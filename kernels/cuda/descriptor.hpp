@@ -14,7 +14,9 @@ class DescriptorBackend : public Backend {
       : name_(std::move(name)), caps_(std::move(caps)) {}
   std::string_view name() const override { return name_; }
   const Capabilities& capabilities() const override { return caps_; }
-  void run(const Problem&, const Buffers&, const RunOptions&) const override { no_kernels(name_); }
+  void run(const Problem&, const Buffers&, const Device&, const RunOptions&) const override {
+    no_kernels(name_);
+  }
 
  private:
   std::string name_;

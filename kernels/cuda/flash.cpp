@@ -1,4 +1,5 @@
-// cuda.flash: PyTorch's FLASH_ATTENTION rules (pytorch-sdpa.md 1.6), docs/DISPATCH.md.
+// cuda.flash: PyTorch's FLASH_ATTENTION rules (can_use_flash_attention in its
+// cuda/sdp_utils.cpp), docs/DISPATCH.md.
 #include "kernels/cuda/descriptor.hpp"
 
 namespace sdpa::cuda {
@@ -26,6 +27,9 @@ Capabilities flash_caps() {
   c.empty_problems = false;      // zero seq_len (and other zero sizes) go elsewhere
   c.deterministic = true;        // the forward pass (fixed split counts)
   c.batch_invariant = false;     // the split-KV count depends on B * H
+  c.memory = MemorySpace::cuda_device;
+  c.traits.split_kv = true;
+  c.traits.fused_mha = true;
   return c;
 }
 

@@ -1,5 +1,6 @@
-// cuda.math: PyTorch's MATH path on a GPU, taken "whenever its flag is on, with no checks"
-// (pytorch-sdpa.md 1.4): it accepts every valid problem on a CUDA device. docs/DISPATCH.md.
+// cuda.math: PyTorch's MATH path on a GPU, which its select_sdp_backend (cuda/sdp_utils.cpp)
+// takes whenever the math flag is on, with no checks: it accepts every valid problem on a
+// CUDA device. docs/DISPATCH.md.
 #include "kernels/cuda/descriptor.hpp"
 
 namespace sdpa::cuda {
@@ -12,6 +13,8 @@ Capabilities math_caps() {
   c.weights_output = true;  // it materialises P
   c.deterministic = true;
   c.batch_invariant = false;  // GEMM algorithms may change with the batch size
+  c.memory = MemorySpace::cuda_device;
+  c.traits.math = true;
   return c;
 }
 

@@ -1,5 +1,5 @@
-// cuda.mem_efficient: PyTorch's EFFICIENT_ATTENTION rules (pytorch-sdpa.md 1.7),
-// docs/DISPATCH.md.
+// cuda.mem_efficient: PyTorch's EFFICIENT_ATTENTION rules (can_use_mem_efficient_attention
+// in its cuda/sdp_utils.cpp), docs/DISPATCH.md.
 #include "kernels/cuda/descriptor.hpp"
 
 namespace sdpa::cuda {
@@ -28,6 +28,8 @@ Capabilities mem_efficient_caps() {
   c.empty_problems = false;
   c.deterministic = true;  // the forward pass
   c.batch_invariant = false;
+  c.memory = MemorySpace::cuda_device;
+  c.traits.fused_mha = true;
   return c;
 }
 

@@ -45,7 +45,7 @@ class FakeBackend : public Backend {
     if (fault_ == Fault::declines) s.decline("this fake declines everything");
     return s;
   }
-  void run(const Problem& p, const Buffers& b, const RunOptions&) const override {
+  void run(const Problem& p, const Buffers& b, const Device&, const RunOptions&) const override {
     if (fault_ == Fault::crash) std::raise(SIGSEGV);
     if (fault_ == Fault::hang) std::this_thread::sleep_for(std::chrono::hours(1));
     if (fault_ == Fault::throws) throw std::runtime_error("fake failure");

@@ -28,9 +28,12 @@ const Backend* lookup(std::string_view name) {
 
 constexpr const char* kCase = "b1.hq2.l9.s17.dqk8.f32.seed1.gen=normal";
 
+Job job(const std::string& backend, int threads = 0) {
+  return make_job(kCase, "", backend, detect_cpu(), threads);
+}
+
 RunnerOptions options(int jobs) {
   RunnerOptions o;
-  o.device = detect_cpu();
   o.jobs = jobs;
   o.timeout_seconds = 4;
   o.lookup = lookup;
@@ -38,10 +41,8 @@ RunnerOptions options(int jobs) {
 }
 
 TEST(Runner, IsolatedWorkersTurnCrashesAndHangsIntoRecordsAndGoOn) {
-  const std::vector<Job> jobs = {{kCase, "", "good", ""},    {kCase, "", "crash", ""},
-                                 {kCase, "", "good", ""},    {kCase, "", "hang", ""},
-                                 {kCase, "", "wrong", ""},   {kCase, "", "declines", ""},
-                                 {kCase, "", "no_such", ""}, {kCase, "", "good", "", 1}};
+  const std::vector<Job> jobs = {job("good"),  job("crash"),    job("good"),    job("hang"),
+                                 job("wrong"), job("declines"), job("no_such"), job("good", 1)};
   for (int workers : {1, 2}) {
     std::size_t progress_calls = 0;
     RunnerOptions o = options(workers);
@@ -76,8 +77,7 @@ TEST(Runner, IsolatedWorkersTurnCrashesAndHangsIntoRecordsAndGoOn) {
 }
 
 TEST(Runner, InProcessModeGivesTheSameVerdicts) {
-  const std::vector<Job> jobs = {
-      {kCase, "", "good", ""}, {kCase, "", "wrong", ""}, {kCase, "", "declines", ""}};
+  const std::vector<Job> jobs = {job("good"), job("wrong"), job("declines")};
   RunnerOptions o = options(1);
   o.isolate = false;
   const auto r = run_jobs(jobs, o);
@@ -87,10 +87,17 @@ TEST(Runner, InProcessModeGivesTheSameVerdicts) {
 }
 
 TEST(Runner, ReproQuotesTheCaseForTheShell) {
-  const Job j{"b1.hq1.l1.s1.dqk1.f32.seed1.gen=normal", "", "cpu.flash", "avx2", 2};
-  EXPECT_EQ(repro_command(j, detect_cpu()),
+  const Job j = make_job("b1.hq1.l1.s1.dqk1.f32.seed1.gen=normal", "", "cpu.flash",
+                         with_isa_target(detect_cpu(), "scalar"), 2);
+  EXPECT_EQ(repro_command(j),
             "sdpa-cts run --backend cpu.flash --case 'b1.hq1.l1.s1.dqk1.f32.seed1.gen=normal' "
-            "--simd avx2 --threads 2");
+            "--simd scalar --threads 2");
+  // A simulated device travels as --device, its ISA target as --simd.
+  const Job s = make_job("b1.hq1.l1.s1.dqk1.f32.seed1.gen=normal", "", "cpu.math",
+                         parse_device_or_throw("cpu-avx2:isa=scalar:cores=3"), 0);
+  EXPECT_EQ(repro_command(s),
+            "sdpa-cts run --backend cpu.math --case 'b1.hq1.l1.s1.dqk1.f32.seed1.gen=normal' "
+            "--simd scalar --device 'cpu-avx2:cores=3'");
 }
 
 }  // namespace

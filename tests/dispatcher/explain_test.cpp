@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include "dispatcher/dispatcher.hpp"
+#include "dispatcher/rules.hpp"
+#include "kernels/registry.hpp"
 #include "test_backends.hpp"
 
 namespace sdpa {
@@ -198,10 +200,50 @@ TEST(Explain, NamesOfVerdictsAndOutcomes) {
   EXPECT_STREQ(dispatch::outcome_name(Outcome::invalid_problem), "invalid_problem");
   EXPECT_EQ(dispatch::rule_names(),
             (std::vector<std::string>{"cudnn_preferred", "decode_split_kv", "tiny_prefers_math"}));
-  EXPECT_TRUE(dispatch::backend_traits("cpu.mem_efficient").split_kv);
-  EXPECT_TRUE(dispatch::backend_traits("cuda.flash").split_kv);
-  EXPECT_TRUE(dispatch::backend_traits("cuda.math").math);
-  EXPECT_FALSE(dispatch::backend_traits("cuda.cudnn").split_kv);
+  // The rules read traits, which the backends declare as data.
+  EXPECT_TRUE(find_backend("cpu.mem_efficient")->capabilities().traits.split_kv);
+  EXPECT_TRUE(find_backend("cuda.flash")->capabilities().traits.split_kv);
+  EXPECT_TRUE(find_backend("cuda.math")->capabilities().traits.math);
+  EXPECT_TRUE(find_backend("cuda.cudnn")->capabilities().traits.cudnn);
+  EXPECT_FALSE(find_backend("cuda.cudnn")->capabilities().traits.split_kv);
+}
+
+// The dispatcher never compares names: a backend with any name and the right traits is
+// promoted by each rule, and one named like a built-in but without the trait is not.
+TEST(Rules, PromoteByTraitsNotByName) {
+  auto make = [](std::string name, DeviceKind kind, auto set) {
+    Capabilities c;
+    c.dtypes = {DType::f32, DType::f16};
+    c.device = kind;
+    set(c.traits);
+    return testing::FakeCpuBackend(std::move(name), c);
+  };
+  const auto plain = make("cpu.math", DeviceKind::cpu, [](Traits&) {});
+  const auto mathy = make("vendor.reference_path", DeviceKind::cpu, [](Traits& t) { t.math = true; });
+  std::vector<const Backend*> order = {&plain, &mathy};
+  auto fired = dispatch::apply_rules(testing::problem("b1.hq1.l4.s4.dqk8.f32.seed1"),
+                                     testing::device("cpu-avx2"), order);
+  ASSERT_EQ(fired.size(), 1u);
+  EXPECT_EQ(fired[0].name, "tiny_prefers_math");
+  EXPECT_EQ(order.front(), &mathy);
+
+  const auto splitter =
+      make("vendor.decode", DeviceKind::cpu, [](Traits& t) { t.split_kv = true; });
+  order = {&plain, &splitter};
+  fired = dispatch::apply_rules(testing::problem("b1.hq1.l1.s4096.dqk64.f32.seed1"),
+                                testing::device("cpu-avx2:cores=8"), order);
+  ASSERT_FALSE(fired.empty());
+  EXPECT_EQ(fired[0].name, "decode_split_kv");
+  EXPECT_EQ(order.front(), &splitter);
+
+  const auto graph = make("vendor.graph", DeviceKind::cuda, [](Traits& t) { t.cudnn = true; });
+  const auto named = make("cuda.cudnn", DeviceKind::cuda, [](Traits&) {});
+  order = {&named, &graph};
+  fired = dispatch::apply_rules(testing::problem("b4.hq8.l512.s512.dqk64.f16.seed1"),
+                                testing::device("sm90"), order);
+  ASSERT_FALSE(fired.empty());
+  EXPECT_EQ(fired[0].name, "cudnn_preferred");
+  EXPECT_EQ(order.front(), &graph);
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/case_id.hpp"
-#include "dispatcher/device_model.hpp"
+#include "core/device.hpp"
 #include "kernels/backend.hpp"
 #include "kernels/cuda/cuda_backends.hpp"
 
@@ -25,7 +25,7 @@ class FakeCpuBackend final : public Backend {
     check_capabilities(caps_, p, d, s);
     return s;
   }
-  void run(const Problem&, const Buffers&, const RunOptions&) const override {
+  void run(const Problem&, const Buffers&, const Device&, const RunOptions&) const override {
     throw std::logic_error(name_ + ": a test double does not run");
   }
 
@@ -60,6 +60,7 @@ inline const Backend& fake_cpu_mem_efficient() {
     c.dtypes = {DType::f64, DType::f32, DType::f16, DType::bf16};
     c.dropout = false;
     c.deterministic = true;
+    c.traits.split_kv = true;
     return c;
   }());
   return b;
@@ -72,6 +73,7 @@ inline const Backend& fake_cpu_math() {
     c.dtypes = {DType::f64, DType::f32, DType::f16, DType::bf16};
     c.weights_output = true;
     c.deterministic = true;
+    c.traits.math = true;
     return c;
   }());
   return b;
@@ -88,6 +90,6 @@ inline const std::vector<const Backend*>& test_registry() {
 inline Problem problem(const std::string& case_id) {
   return parse_case_id_or_throw(case_id).problem;
 }
-inline Device device(const std::string& name) { return dispatch::parse_device_or_throw(name); }
+inline Device device(const std::string& name) { return parse_device_or_throw(name); }
 
 }  // namespace sdpa::testing

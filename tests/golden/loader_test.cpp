@@ -142,7 +142,7 @@ TEST_F(GoldenLoader, EveryCaseLoadsWithConsistentShapes) {
     EXPECT_EQ(g.o.size(), static_cast<std::size_t>(p.batch * p.heads_q * p.len_q * p.head_dim_v));
     EXPECT_EQ(g.lse.size(), static_cast<std::size_t>(p.batch * p.heads_q * p.len_q));
     EXPECT_EQ(g.has_weights, p.want_weights) << id;
-    EXPECT_EQ(g.mask.has_value(), p.mask != MaskKind::none) << id;
+    EXPECT_EQ(g.inputs.mask.has_value(), p.mask != MaskKind::none) << id;
     EXPECT_FALSE(g.family.empty()) << id;
     EXPECT_FALSE(g.note.empty()) << id;
   }
@@ -163,7 +163,7 @@ TEST_F(GoldenLoader, InputsLandAtTheLayoutsOffsetsAndGapsStayPoisoned) {
   H5Dclose(ds);
   H5Gclose(grp);
   H5Fclose(file);
-  const auto* q = static_cast<const std::uint16_t*>(g.q.data());
+  const auto* q = static_cast<const std::uint16_t*>(g.inputs.q.data());
   std::size_t n = 0;
   for (std::int64_t b = 0; b < p.batch; ++b)
     for (std::int64_t h = 0; h < p.heads_q; ++h)
@@ -176,13 +176,13 @@ TEST_F(GoldenLoader, InputsLandAtTheLayoutsOffsetsAndGapsStayPoisoned) {
         }
       }
   EXPECT_EQ(q[-1], 0x7FA5);  // the base offset
-  EXPECT_FALSE(g.q.check_unchanged());
+  EXPECT_FALSE(g.inputs.q.check_unchanged());
 }
 
 TEST_F(GoldenLoader, StrideZeroInputsShareMemory) {
   const std::string id = find_case({"kst=16_0_4_1_0"});
   const GoldenCase g = GoldenFile(smoke_path()).load(id);
-  EXPECT_EQ(g.k.view().stride[1], 0);
+  EXPECT_EQ(g.inputs.k.view().stride[1], 0);
 }
 
 TEST_F(GoldenLoader, MissingFile) {

@@ -153,7 +153,7 @@ class FakeBackend : public Backend {
     if (mode_ == Mode::declines) s.decline("fake backend: declines everything");
     return s;
   }
-  void run(const Problem& p, const Buffers& b, const RunOptions&) const override {
+  void run(const Problem& p, const Buffers& b, const Device&, const RunOptions&) const override {
     const auto r = reference::run_sdpa(p, {b.q, b.k, b.v, b.mask});
     const auto cuq = cu_seqlens_q(p);
     for (std::int64_t bb = 0; bb < p.batch; ++bb)
@@ -190,13 +190,14 @@ TEST(GoldenJudge, CorrectBackendPassesEverySmokeCase) {
   const FakeBackend backend(FakeBackend::Mode::correct);
   const GoldenFile f(golden_path("smoke.h5"));
   for (const auto& id : f.case_ids()) {
-    const CaseOutcome o = judge_backend(backend, f.load(id), detect_cpu());
+    GoldenCase g = f.load(id);
+    const CaseOutcome o = judge_backend(backend, g, detect_cpu());
     EXPECT_EQ(o.status, Status::pass) << id << ": " << o.message;
   }
 }
 
 TEST(GoldenJudge, WrongBackendFails) {
-  const GoldenCase g = smoke_case("f32.mask=add.lse");
+  GoldenCase g = smoke_case("f32.mask=add.lse");
   const CaseOutcome off =
       judge_backend(FakeBackend(FakeBackend::Mode::off_by_some), g, detect_cpu());
   EXPECT_EQ(off.status, Status::fail);

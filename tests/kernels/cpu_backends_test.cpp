@@ -15,7 +15,7 @@
 #include "core/case_id.hpp"
 #include "core/guarded_buffer.hpp"
 #include "kernels/cpu/sdpa_rows.hpp"
-#include "kernels/cpu/simd_target.hpp"
+#include "tests/kernels/target_run.hpp"
 #include "kernels/registry.hpp"
 #include "reference/sdpa_reference.hpp"
 
@@ -47,8 +47,8 @@ void PrintTo(const Combo& c, std::ostream* os) {
 std::vector<Combo> combos() {
   std::vector<Combo> v;
   for (const Backend* b : cpu_backends())
-    for (cpu::SimdTarget t : cpu::available_simd_targets(cpu().cpu))
-      for (int threads : {1, 2}) v.push_back({b, std::string(cpu::simd_target_name(t)), threads});
+    for (const std::string& t : test_support::isa_target_names())
+      for (int threads : {1, 2}) v.push_back({b, t, threads});
   return v;
 }
 
@@ -62,13 +62,14 @@ std::string combo_name(const testing::TestParamInfo<Combo>& info) {
 class CpuBackend : public testing::TestWithParam<Combo> {
  protected:
   const Backend& backend() const { return *GetParam().backend; }
-  RunOptions options() const { return {GetParam().threads, GetParam().target}; }
+  RunOptions options() const { return {GetParam().threads}; }
+  Device device() const { return test_support::target_device(GetParam().target); }
 
   // Runs a case; PASS is required unless the backend's declared capabilities exclude the
   // problem (then NOT_SUPPORTED is the only acceptable answer). Returns true on PASS.
   bool check(const std::string& id) {
     const Case c = parse_case_id_or_throw(id);
-    const CaseOutcome out = check_case(backend(), c, cpu(), options());
+    const CaseOutcome out = check_case(backend(), c, device(), options());
     Support caps;
     check_capabilities(backend().capabilities(), c.problem, cpu(), caps);
     if (out.status == Status::not_supported) {
@@ -278,7 +279,7 @@ struct RunResult {
   std::vector<unsigned char> o, lse;
 };
 
-RunResult run_bytes(const Backend& b, const Case& c, InputBuffers& in, const RunOptions& opt) {
+RunResult run_bytes(const Backend& b, const Case& c, InputBuffers& in, const test_support::TargetRun& opt) {
   const Problem& p = c.problem;
   GuardedBuffer o("o", dtype_size(p.dtype), o_view(p), p.o.base_offset);
   std::vector<float> lse(static_cast<std::size_t>(p.batch * p.heads_q * p.len_q));
@@ -286,7 +287,7 @@ RunResult run_bytes(const Backend& b, const Case& c, InputBuffers& in, const Run
               o.data(),    lse.data(),  nullptr};
   Problem pl = p;
   pl.want_lse = true;
-  b.run(pl, buf, opt);
+  test_support::run_with(b, pl, buf, opt);
   RunResult r;
   const auto* ob = static_cast<const unsigned char*>(o.data());
   r.o.assign(ob, ob + view_extent(o_view(p)) * static_cast<std::int64_t>(dtype_size(p.dtype)));
@@ -312,8 +313,7 @@ TEST_P(CpuBitwise, SameBitsAtAnyThreadCountAndRun) {
   const Backend& b = *GetParam();
   if (!b.capabilities().deterministic) GTEST_SKIP() << b.name() << " does not claim determinism";
   int compared = 0;
-  for (cpu::SimdTarget t : cpu::available_simd_targets(cpu().cpu)) {
-    const std::string target(cpu::simd_target_name(t));
+  for (const std::string& target : test_support::isa_target_names()) {
     for (const auto& id : bitwise_cases()) {
       const Case c = parse_case_id_or_throw(id);
       if (!b.supports(c.problem, cpu()).ok()) continue;
@@ -350,8 +350,7 @@ TEST_P(CpuBitwise, BatchInvariant) {
       "b3.hq2.l33.s600.dqk32.f32.qlen=33_5_17.kvlen=600_9_300.packed.seed4",
   };
   int compared = 0;
-  for (cpu::SimdTarget t : cpu::available_simd_targets(cpu().cpu)) {
-    const std::string target(cpu::simd_target_name(t));
+  for (const std::string& target : test_support::isa_target_names()) {
     for (const auto& id : ids) {
       const Case c = parse_case_id_or_throw(id);
       const Problem& p = c.problem;
@@ -364,7 +363,7 @@ TEST_P(CpuBitwise, BatchInvariant) {
       std::vector<float> lse(static_cast<std::size_t>(p.batch * H * L));
       Problem pl = p;
       pl.want_lse = true;
-      b.run(pl,
+      test_support::run_with(b, pl,
             {in.q.data(), in.k.data(), in.v.data(), in.mask ? in.mask->data() : nullptr, o.data(),
              lse.data(), nullptr},
             {2, target});
@@ -388,7 +387,7 @@ TEST_P(CpuBitwise, BatchInvariant) {
             in.mask ? static_cast<const unsigned char*>(in.mask->data()) +
                           e * mask_view(p).stride[0] * (p.mask == MaskKind::boolean ? 1 : esz)
                     : nullptr;
-        b.run(one,
+        test_support::run_with(b, one,
               {static_cast<const unsigned char*>(in.q.data()) + qo * esz,
                static_cast<const unsigned char*>(in.k.data()) + ko * esz,
                static_cast<const unsigned char*>(in.v.data()) + vo * esz, mask,
@@ -453,7 +452,7 @@ TEST(CpuBackendNonFinite, NanRowAndNanBeyondLength) {
       static_cast<float*>(in.q.data())[p.q.stride[1] + 4 * p.q.stride[2] + 3] = NAN;
       GuardedBuffer o("o", 4, o_view(p));
       std::vector<float> lse(static_cast<std::size_t>(p.batch * p.heads_q * p.len_q));
-      b->run(p, {in.q.data(), in.k.data(), in.v.data(), nullptr, o.data(), lse.data(), nullptr},
+      test_support::run_with(*b, p, {in.q.data(), in.k.data(), in.v.data(), nullptr, o.data(), lse.data(), nullptr},
              {2, target});
       const auto* got = static_cast<const float*>(o.data());
       const auto* want = reinterpret_cast<const float*>(clean.o.data());
@@ -494,7 +493,7 @@ TEST(CpuBackendNonFinite, NanRowKeepsMaskedWeightsZero) {
     GuardedBuffer o("o", 4, o_view(p));
     std::vector<float> lse(static_cast<std::size_t>(p.heads_q * p.len_q));
     std::vector<float> w(static_cast<std::size_t>(p.heads_q * p.len_q * p.len_kv));
-    b->run(pb,
+    test_support::run_with(*b, pb,
            {in.q.data(), in.k.data(), in.v.data(), in.mask->data(), o.data(), lse.data(),
             pb.want_weights ? w.data() : nullptr},
            {2, ""});

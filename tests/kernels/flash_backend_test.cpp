@@ -24,7 +24,7 @@
 #include "core/device.hpp"
 #include "kernels/cpu/cpu_backends.hpp"
 #include "kernels/cpu/flash_kernel.hpp"
-#include "kernels/cpu/simd_target.hpp"
+#include "tests/kernels/target_run.hpp"
 #include "kernels/registry.hpp"
 #include "reference/sdpa_reference.hpp"
 
@@ -38,13 +38,7 @@ const Device& this_cpu() {
   return d;
 }
 
-std::vector<std::string> targets() {
-  std::vector<std::string> names;
-  for (cpu::SimdTarget t : cpu::available_simd_targets(this_cpu().cpu)) {
-    names.emplace_back(cpu::simd_target_name(t));
-  }
-  return names;
-}
+std::vector<std::string> targets() { return test_support::isa_target_names(); }
 
 std::string best_target() { return targets().back(); }
 
@@ -55,10 +49,10 @@ std::string best_target() { return targets().back(); }
 // Quality is checked in aggregate by ErrorIsThatOfTheNaiveAlgorithm below.
 std::string check(const std::string& id, const std::string& target, int threads) {
   const Case c = parse_case_id_or_throw(id);
-  RunOptions opt;
-  opt.simd_target = target;
+  test_support::TargetRun opt;
+  opt.target = target;
   opt.threads = threads;
-  const CaseOutcome out = check_case(flash(), c, this_cpu(), opt);
+  const CaseOutcome out = check_case(flash(), c, test_support::target_device(opt.target), RunOptions{opt.threads});
   if (out.status == Status::pass || out.status == Status::quality_warning) return "";
   return id + " [" + target + ", " + std::to_string(threads) +
          " threads]: " + status_name(out.status) + ": " + out.message;
@@ -116,9 +110,12 @@ TEST(FlashBackend, ForcingAMissingOrUnknownTargetThrows) {
   InputBuffers in = make_inputs(c);
   std::vector<float> o(32);
   Buffers buf{in.q.data(), in.k.data(), in.v.data(), nullptr, o.data(), nullptr, nullptr};
-  RunOptions opt;
-  opt.simd_target = "avx9000";
-  EXPECT_THROW(flash().run(c.problem, buf, opt), std::invalid_argument);
+  // An unknown name never becomes a device; a device whose target this CPU lacks (here an
+  // out-of-range value) makes run() throw instead of executing foreign instructions.
+  EXPECT_THROW(test_support::target_device("avx9000"), std::invalid_argument);
+  Device d = this_cpu();
+  d.cpu.isa = static_cast<IsaTarget>(99);
+  EXPECT_THROW(flash().run(c.problem, buf, d, RunOptions{}), std::runtime_error);
 }
 
 // ------------------------------------------------------------------ every target x threads
@@ -371,7 +368,7 @@ struct RunResult {
 };
 
 // Runs `c` directly (no reference) into plain output buffers laid out as the problem says.
-RunResult run_direct(const Problem& p, const Buffers& in, const RunOptions& opt) {
+RunResult run_direct(const Problem& p, const Buffers& in, const test_support::TargetRun& opt) {
   const StridedView ov = o_view(p);
   std::int64_t extent = 1;
   for (int d = 0; d < 4; ++d) {
@@ -386,7 +383,7 @@ RunResult run_direct(const Problem& p, const Buffers& in, const RunOptions& opt)
   Buffers b = in;
   b.o = r.o.data() + p.o.base_offset * dtype_size(p.dtype);
   b.lse = p.want_lse ? r.lse.data() : nullptr;
-  flash().run(p, b, opt);
+  test_support::run_with(flash(), p, b, opt);
   return r;
 }
 
@@ -403,8 +400,8 @@ TEST(FlashBackend, BitwiseEqualAcrossThreadCountsAndRuns) {
       InputBuffers in = make_inputs(c);
       Buffers b{in.q.data(), in.k.data(), in.v.data(), in.mask ? in.mask->data() : nullptr,
                 nullptr,     nullptr,     nullptr};
-      RunOptions opt;
-      opt.simd_target = t;
+      test_support::TargetRun opt;
+      opt.target = t;
       opt.threads = 1;
       const RunResult one = run_direct(c.problem, b, opt);
       for (int threads : {2, 3, 1}) {
@@ -435,8 +432,8 @@ TEST(FlashBackend, BitwiseBatchInvariant) {
       InputBuffers in = make_inputs(c);
       Buffers all{in.q.data(), in.k.data(), in.v.data(), in.mask ? in.mask->data() : nullptr,
                   nullptr,     nullptr,     nullptr};
-      RunOptions opt;
-      opt.simd_target = t;
+      test_support::TargetRun opt;
+      opt.target = t;
       opt.threads = 2;
       const RunResult whole = run_direct(p, all, opt);
       const auto cuq = cu_seqlens_q(p), cuk = cu_seqlens_kv(p);
@@ -503,8 +500,8 @@ TEST(FlashBackend, NonexistentKeysAreNeverReadAndNaNPropagates) {
   for (const std::string& t : targets()) {
     InputBuffers in = make_inputs(c);
     Buffers b{in.q.data(), in.k.data(), in.v.data(), nullptr, nullptr, nullptr, nullptr};
-    RunOptions opt;
-    opt.simd_target = t;
+    test_support::TargetRun opt;
+    opt.target = t;
     const RunResult clean = run_direct(p, b, opt);
     float* k = static_cast<float*>(in.k.data());
     float* v = static_cast<float*>(in.v.data());
@@ -611,9 +608,9 @@ TEST(FlashBackend, ErrorIsThatOfTheNaiveAlgorithm) {
         const Case c = parse_case_id_or_throw(std::string("b1.hq2.hkv1.") + shape + "." + dt +
                                               ".seed" + std::to_string(seed));
         const Problem& p = c.problem;
-        RunOptions opt;
+        test_support::TargetRun opt;
         opt.threads = 2;
-        const CaseOutcome out = check_case(flash(), c, this_cpu(), opt);
+        const CaseOutcome out = check_case(flash(), c, test_support::target_device(opt.target), RunOptions{opt.threads});
         ASSERT_TRUE(out.status == Status::pass || out.status == Status::quality_warning)
             << out.message;
         InputBuffers in = make_inputs(c);
@@ -663,9 +660,9 @@ TEST(FlashBackend, ExtraMemoryAtLongSequencesIsBounded) {
   const std::int64_t before = status_kib("VmRSS:");
   const std::int64_t hwm0 = status_kib("VmHWM:");
   if (before < 0 || hwm0 < 0 || hwm0 > before + 1024) GTEST_SKIP() << "no peak-RSS reset here";
-  RunOptions opt;
+  test_support::TargetRun opt;
   opt.threads = 2;
-  flash().run(p, b, opt);
+  test_support::run_with(flash(), p, b, opt);
   const std::int64_t extra_kib = status_kib("VmHWM:") - before;
   EXPECT_LE(extra_kib, 64 * 1024) << "extra memory " << extra_kib << " KiB";
   EXPECT_NEAR(o[12345], 1.0f, 1e-6f);

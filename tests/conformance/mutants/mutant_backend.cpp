@@ -36,7 +36,8 @@ Support MutantBackend::supports(const Problem& p, const Device& device) const {
   return s;
 }
 
-void MutantBackend::run(const Problem& p, const Buffers& buffers, const RunOptions&) const {
+void MutantBackend::run(const Problem& p, const Buffers& buffers, const Device&,
+                        const RunOptions&) const {
   mutant_attention(p, buffers, mutation_);
 }
 

@@ -20,7 +20,8 @@ class MutantBackend : public Backend {
   PrecisionContract precision(DType dtype) const override;
   // The same answer for every mutation: a mutant accepts what the correct kernel accepts.
   Support supports(const Problem& p, const Device& device) const override;
-  void run(const Problem& p, const Buffers& buffers, const RunOptions& options) const override;
+  void run(const Problem& p, const Buffers& buffers, const Device& device,
+           const RunOptions& options) const override;
 
  private:
   Mutation mutation_;  // the bug (none = correct)

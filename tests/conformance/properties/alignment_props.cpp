@@ -13,7 +13,7 @@ namespace {
 class Alignment : public testing::TestWithParam<Combo> {
  protected:
   const Backend& backend() const { return *GetParam().backend; }
-  RunOptions options() const { return {0, GetParam().target}; }
+  TargetRun options() const { return {0, GetParam().target}; }
 };
 
 TEST_P(Alignment, HeadDimsOneTo256) {

@@ -68,7 +68,7 @@ TEST(ArchDispatch, WhatExplainSelectsPassesAndSupportedNeverDeclines) {
     const Case c = gen_any_case(nullptr);
     const std::string dev_name = one_of(simulated_devices());
     const Device dev = *simulated_device(dev_name);
-    const RunOptions opt{0, dev.kind == DeviceKind::cpu ? dev_name.substr(4) : ""};
+    const TargetRun opt{0, dev.kind == DeviceKind::cpu ? dev_name.substr(4) : ""};
     dispatch::Policy policy;
     policy.require_deterministic = in_range(0, 3) == 0;
     if (coin()) {

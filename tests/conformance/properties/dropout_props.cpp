@@ -13,7 +13,7 @@ namespace {
 class Dropout : public testing::TestWithParam<Combo> {
  protected:
   const Backend& backend() const { return *GetParam().backend; }
-  RunOptions options() const { return {0, GetParam().target}; }
+  TargetRun options() const { return {0, GetParam().target}; }
 };
 
 double gen_rate() { return one_of<double>({0.5, 0.1, 0.25, 0.75, 0.9, 0.99, 0.999}); }

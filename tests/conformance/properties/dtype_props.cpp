@@ -12,7 +12,7 @@ namespace {
 class Dtype : public testing::TestWithParam<Combo> {
  protected:
   const Backend& backend() const { return *GetParam().backend; }
-  RunOptions options() const { return {0, GetParam().target}; }
+  TargetRun options() const { return {0, GetParam().target}; }
 };
 
 // A small problem in one of the backend's element types.
@@ -82,7 +82,7 @@ TEST_P(Dtype, SingleAttendedKeyReturnsItsValueExactly) {
 
 // A small case in one of `types` (those the backend declares) with an adversarial data
 // generator of docs/CASE_ID.md: the case ID alone reproduces it.
-void check_generator(const Backend& b, const RunOptions& opt, const std::vector<DType>& types,
+void check_generator(const Backend& b, const TargetRun& opt, const std::vector<DType>& types,
                      const std::vector<std::string>& generators) {
   std::vector<DType> declared;
   for (DType t : types) {

@@ -88,7 +88,7 @@ InputBuffers write_inputs(const Problem& p, const Tensors& t) {
 }
 
 std::string run_kernel(const Backend& b, const Problem& p, const InputBuffers& in,
-                       const RunOptions& opt, Outputs* out) {
+                       const TargetRun& opt, Outputs* out) {
   Problem pl = p;
   pl.want_lse = b.capabilities().lse_output;
   const std::int64_t B = p.batch, H = p.heads_q, L = p.len_q, S = p.len_kv, Dv = p.head_dim_v;
@@ -99,7 +99,7 @@ std::string run_kernel(const Backend& b, const Problem& p, const InputBuffers& i
       "weights", esz,
       p.want_weights ? StridedView{{B, H, L, S}, {H * L * S, L * S, S, 1}} : StridedView{});
   try {
-    b.run(pl,
+    test_support::run_with(b, pl,
           {in.q.data(), in.k.data(), in.v.data(), in.mask ? in.mask->data() : nullptr, o.data(),
            pl.want_lse ? static_cast<float*>(lse.data()) : nullptr,
            p.want_weights ? w.data() : nullptr},

@@ -11,8 +11,11 @@
 #include "core/case_id.hpp"
 #include "kernels/backend.hpp"
 #include "reference/sdpa_reference.hpp"
+#include "tests/kernels/target_run.hpp"
 
 namespace sdpa::props {
+
+using test_support::TargetRun;
 
 // Inputs as logical arrays of doubles (exact copies of the elements): q [B, Hq, L, Dqk],
 // k [B, Hkv, S, Dqk], v [B, Hkv, S, Dv], mask [B, Hq, L, S] (empty without a mask).
@@ -38,7 +41,7 @@ struct Outputs {
 // by itself: an exception, an unwritten output element, a write outside a view, a
 // modified input.
 std::string run_kernel(const Backend& b, const Problem& p, const InputBuffers& in,
-                       const RunOptions& opt, Outputs* out);
+                       const TargetRun& opt, Outputs* out);
 
 // Per-element bounds of a backend on a problem (check_case's tolerance model, from the
 // reference's magnitudes): o [B, Hq, L, Dv] and lse [B, Hq, L]; 0 on padding rows.

@@ -17,7 +17,7 @@ namespace {
 class Metamorphic : public testing::TestWithParam<Combo> {
  protected:
   const Backend& backend() const { return *GetParam().backend; }
-  RunOptions options() const { return {0, GetParam().target}; }
+  TargetRun options() const { return {0, GetParam().target}; }
 };
 
 struct Options {
@@ -68,7 +68,7 @@ struct KernelRun {
   Outputs out;
   Bounds bd;
 };
-KernelRun run_one(const Backend& b, const Problem& p, const InputBuffers& in, const RunOptions& opt,
+KernelRun run_one(const Backend& b, const Problem& p, const InputBuffers& in, const TargetRun& opt,
                   const std::string& id) {
   KernelRun r;
   if (std::string why = run_kernel(b, p, in, opt, &r.out); !why.empty()) fail(why + "\n  " + id);

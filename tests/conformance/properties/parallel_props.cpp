@@ -84,7 +84,7 @@ TEST_P(Parallel, SameBitsAtEveryThreadCountAndRun) {
         for (std::int64_t t = 1; t <= max_threads() + 1; ++t) {
           // The last run repeats a random thread count.
           const int threads = static_cast<int>(t <= max_threads() ? t : in_range(1, max_threads()));
-          const RunOptions opt{threads, GetParam().target};
+          const TargetRun opt{threads, GetParam().target};
           Outputs out;
           if (std::string why = run_kernel(backend(), c.problem, in, opt, &out); !why.empty()) {
             fail(why + "\n  " + repro(backend(), c, opt));
@@ -124,7 +124,7 @@ TEST_P(Parallel, BatchCompositionInvariant) {
         const std::int64_t e = in_range(0, p.batch - 1);
         const InputBuffers in = make_inputs(c);
         const Tensors t = read_inputs(p, in);
-        const RunOptions batch_opt{static_cast<int>(in_range(1, max_threads())), GetParam().target};
+        const TargetRun batch_opt{static_cast<int>(in_range(1, max_threads())), GetParam().target};
         Outputs all;
         if (std::string why = run_kernel(backend(), p, in, batch_opt, &all); !why.empty()) {
           fail(why + "\n  " + repro(backend(), c, batch_opt));
@@ -145,7 +145,7 @@ TEST_P(Parallel, BatchCompositionInvariant) {
         Tensors u{slice(t.q, H * L * p.head_dim_qk), slice(t.k, Hk * S * p.head_dim_qk),
                   slice(t.v, Hk * S * p.head_dim_v),
                   t.mask.empty() ? t.mask : slice(t.mask, H * L * S)};
-        const RunOptions one_opt{static_cast<int>(in_range(1, max_threads())), GetParam().target};
+        const TargetRun one_opt{static_cast<int>(in_range(1, max_threads())), GetParam().target};
         Outputs alone;
         if (std::string why = run_kernel(backend(), one, write_inputs(one, u), one_opt, &alone);
             !why.empty()) {

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <sstream>
 
-#include "kernels/cpu/simd_target.hpp"
 #include "kernels/registry.hpp"
 
 #ifdef SDPA_PROPS_MUTANTS
@@ -60,13 +59,7 @@ std::vector<const Backend*> cpu_backends() {
   return v;
 }
 
-std::vector<std::string> simd_targets() {
-  std::vector<std::string> v;
-  for (cpu::SimdTarget t : cpu::available_simd_targets(this_cpu().cpu)) {
-    v.emplace_back(cpu::simd_target_name(t));
-  }
-  return v;
-}
+std::vector<std::string> simd_targets() { return test_support::isa_target_names(); }
 
 void PrintTo(const Combo& c, std::ostream* os) {
   *os << c.backend->name() << " [" << (c.target.empty() ? "default" : c.target) << "]";
@@ -95,17 +88,19 @@ std::string combo_name(const ::testing::TestParamInfo<Combo>& info) {
   return n + "_" + (info.param.target.empty() ? "default" : info.param.target);
 }
 
-std::string repro(const Backend& b, const Case& c, const RunOptions& opt) {
+std::string repro(const Backend& b, const Case& c, const TargetRun& opt) {
   std::string r =
       "sdpa-cts run --backend " + std::string(b.name()) + " --case '" + format_case_id(c) + "'";
-  if (!opt.simd_target.empty()) r += " --simd " + opt.simd_target;
+  if (!opt.target.empty()) r += " --simd " + opt.target;
   if (opt.threads > 0) r += " --threads " + std::to_string(opt.threads);
   return r;
 }
 
-std::string judge(const Backend& b, const Case& c, const RunOptions& opt, const Device& device,
+std::string judge(const Backend& b, const Case& c, const TargetRun& opt, const Device& device,
                   bool* declined) {
-  const CaseOutcome out = check_case(b, c, device, opt);
+  // The device with the combo's ISA target chosen (a simulated CPU keeps its own).
+  const Device run_on = opt.target.empty() ? device : with_isa_target(device, opt.target);
+  const CaseOutcome out = check_case(b, c, run_on, RunOptions{opt.threads});
   if (declined) *declined = out.status == Status::not_supported;
   Support caps;
   check_capabilities(b.capabilities(), c.problem, device, caps);
@@ -128,7 +123,7 @@ void fail(const std::string& message) {
   RC_FAIL(message);
 }
 
-void require_pass(const Backend& b, const Case& c, const RunOptions& opt) {
+void require_pass(const Backend& b, const Case& c, const TargetRun& opt) {
   if (std::string why = judge(b, c, opt); !why.empty()) fail(why);
 }
 

@@ -14,8 +14,11 @@
 #include "conformance/check_case.hpp"
 #include "core/case_id.hpp"
 #include "kernels/backend.hpp"
+#include "tests/kernels/target_run.hpp"
 
 namespace sdpa::props {
+
+using test_support::TargetRun;
 
 // This machine's CPU, detected once.
 const Device& this_cpu();
@@ -44,13 +47,13 @@ std::string combo_name(const ::testing::TestParamInfo<Combo>& info);
 
 // The command that reruns one case: sdpa-cts run --backend B --case 'ID' [--simd T]
 // [--threads N].
-std::string repro(const Backend& b, const Case& c, const RunOptions& opt);
+std::string repro(const Backend& b, const Case& c, const TargetRun& opt);
 
 // Judges a case with check_case. Returns "" when it may appear in a certification (PASS or
 // QUALITY_WARNING; MISTRUSTED, which check_case returns only within the bound; or
 // NOT_SUPPORTED where the backend's declared capabilities exclude the problem), else the
 // verdict, its message and the repro line. `declined` is set when the backend declined.
-std::string judge(const Backend& b, const Case& c, const RunOptions& opt,
+std::string judge(const Backend& b, const Case& c, const TargetRun& opt,
                   const Device& device = this_cpu(), bool* declined = nullptr);
 
 // Fails the running RapidCheck property with `message` (it is also what the GoogleTest
@@ -58,7 +61,7 @@ std::string judge(const Backend& b, const Case& c, const RunOptions& opt,
 [[noreturn]] void fail(const std::string& message);
 
 // judge() and fail() on a non-empty verdict.
-void require_pass(const Backend& b, const Case& c, const RunOptions& opt);
+void require_pass(const Backend& b, const Case& c, const TargetRun& opt);
 
 // Runs a RapidCheck property (a callable drawing with operator*) inside the current
 // GoogleTest; `weight` scales the iteration count of the configuration (RC_PARAMS

@@ -12,7 +12,7 @@ namespace {
 class Sampled : public testing::TestWithParam<Combo> {
  protected:
   const Backend& backend() const { return *GetParam().backend; }
-  RunOptions options() const { return {0, GetParam().target}; }
+  TargetRun options() const { return {0, GetParam().target}; }
   SamplerOptions sampler(bool adversarial) const {
     SamplerOptions o;
     o.dtypes = backend().capabilities().dtypes;

@@ -12,7 +12,7 @@ namespace {
 class TileEdges : public testing::TestWithParam<Combo> {
  protected:
   const Backend& backend() const { return *GetParam().backend; }
-  RunOptions options() const { return {0, GetParam().target}; }
+  TargetRun options() const { return {0, GetParam().target}; }
 };
 
 std::vector<std::int64_t> edge_lengths() {

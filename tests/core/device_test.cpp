@@ -1,15 +1,11 @@
 // Device names: simulated devices, generic compute capabilities, property overrides,
 // detection, descriptions, and the errors for bad names.
-#include "dispatcher/device_model.hpp"
+#include "core/device.hpp"
 
 #include <gtest/gtest.h>
 
 namespace sdpa {
 namespace {
-
-using dispatch::describe_device;
-using dispatch::parse_device;
-using dispatch::parse_device_or_throw;
 
 std::string error_of(const std::string& text) {
   auto r = parse_device(text);
@@ -17,7 +13,7 @@ std::string error_of(const std::string& text) {
   return "(parsed)";
 }
 
-TEST(DeviceModel, EverySimulatedNameParses) {
+TEST(Device, EverySimulatedNameParses) {
   for (const auto& n : simulated_device_names()) {
     const Device d = parse_device_or_throw(n);
     EXPECT_EQ(d.name, n);
@@ -28,7 +24,7 @@ TEST(DeviceModel, EverySimulatedNameParses) {
   EXPECT_EQ(parse_device_or_throw("sm121").cuda.sm_count, 48);
 }
 
-TEST(DeviceModel, GenericComputeCapabilities) {
+TEST(Device, GenericComputeCapabilities) {
   const Device d = parse_device_or_throw("sm103");
   EXPECT_EQ(d.kind, DeviceKind::cuda);
   EXPECT_EQ(d.cuda.sm, 103);
@@ -45,7 +41,7 @@ TEST(DeviceModel, GenericComputeCapabilities) {
             "device 'smx': 'smx' is not a compute capability smN with 30 <= N <= 199");
 }
 
-TEST(DeviceModel, Overrides) {
+TEST(Device, Overrides) {
   const Device d = parse_device_or_throw("sm90:cudnn=9.12.3:sms=66:cuda=13.1");
   EXPECT_EQ(d.name, "sm90:cudnn=9.12.3:sms=66:cuda=13.1");
   EXPECT_EQ(d.cuda.cudnn_version, 91203);
@@ -57,7 +53,7 @@ TEST(DeviceModel, Overrides) {
   EXPECT_EQ(parse_device_or_throw("cpu:cores=3").cpu.cores, 3);
 }
 
-TEST(DeviceModel, OverrideErrorsNameTheOption) {
+TEST(Device, OverrideErrorsNameTheOption) {
   EXPECT_EQ(error_of("sm90:cudnn=9"),
             "device 'sm90:cudnn=9': option 'cudnn': expected a version MAJOR.MINOR.PATCH or "
             "'none', got '9'");
@@ -73,11 +69,11 @@ TEST(DeviceModel, OverrideErrorsNameTheOption) {
   EXPECT_EQ(error_of("sm90:cores=4"),
             "device 'sm90:cores=4': unknown option 'cores' for a GPU (known: cudnn, cuda, sms)");
   EXPECT_EQ(error_of("cpu-avx2:cudnn=9.1.0"),
-            "device 'cpu-avx2:cudnn=9.1.0': unknown option 'cudnn' for a CPU (known: cores)");
+            "device 'cpu-avx2:cudnn=9.1.0': unknown option 'cudnn' for a CPU (known: cores, isa)");
   EXPECT_EQ(error_of("sm90:fast"), "device 'sm90:fast': option 'fast' is not key=value");
 }
 
-TEST(DeviceModel, UnknownNamesListTheKnownOnes) {
+TEST(Device, UnknownNamesListTheKnownOnes) {
   EXPECT_EQ(error_of("tpu"),
             "unknown device 'tpu' (known: cpu, cuda, auto, cpu-scalar, cpu-avx2, cpu-avx512, "
             "cpu-avx512bf16, sm50, sm75, sm80, sm86, sm89, sm90, sm100, sm121, smN (30 <= N <= "
@@ -86,18 +82,18 @@ TEST(DeviceModel, UnknownNamesListTheKnownOnes) {
   EXPECT_THROW(parse_device_or_throw("cpu-avx3"), std::invalid_argument);
 }
 
-TEST(DeviceModel, DetectionHasNoGpuInThisBuild) {
-  EXPECT_FALSE(dispatch::detect_cuda());
+TEST(Device, DetectionHasNoGpuInThisBuild) {
+  EXPECT_FALSE(detect_cuda());
   EXPECT_EQ(error_of("cuda"),
             "device 'cuda': no CUDA device detected (this build has no CUDA runtime)");
-  EXPECT_EQ(dispatch::default_device().kind, DeviceKind::cpu);
+  EXPECT_EQ(default_device().kind, DeviceKind::cpu);
   EXPECT_EQ(parse_device_or_throw("auto").name, "cpu");
   const Device cpu = parse_device_or_throw("cpu");
   EXPECT_FALSE(cpu.simulated);
   EXPECT_GE(cpu.cpu.cores, 1);
 }
 
-TEST(DeviceModel, Descriptions) {
+TEST(Device, Descriptions) {
   EXPECT_EQ(describe_device(parse_device_or_throw("sm80")),
             "sm80 (simulated): CUDA sm80, 108 SMs, CUDA 12.8, cuDNN 9.16.0");
   EXPECT_EQ(describe_device(parse_device_or_throw("sm90:cudnn=none")),
@@ -108,6 +104,45 @@ TEST(DeviceModel, Descriptions) {
             "cpu-avx512bf16 (simulated): CPU, AVX2 FMA F16C AVX-512 AVX512-BF16, 2 cores");
   EXPECT_NE(describe_device(parse_device_or_throw("cpu")).find("cpu (detected): CPU, "),
             std::string::npos);
+}
+
+}  // namespace
+}  // namespace sdpa
+
+namespace sdpa {
+namespace {
+
+TEST(Device, IsaTargetOverrideChoosesATargetTheCpuHas) {
+  const Device d = parse_device_or_throw("cpu-avx512:isa=avx2");
+  EXPECT_EQ(d.cpu.isa, IsaTarget::avx2);
+  EXPECT_TRUE(d.cpu.isa_chosen);
+  EXPECT_EQ(d.name, "cpu-avx512:isa=avx2");
+  EXPECT_EQ(parse_device_or_throw("cpu-avx2").cpu.isa, IsaTarget::avx2);
+  EXPECT_TRUE(parse_device_or_throw("cpu-avx2").cpu.isa_chosen);
+  EXPECT_FALSE(parse_device_or_throw("cpu").cpu.isa_chosen);
+  EXPECT_EQ(error_of("cpu-avx2:isa=avx512"),
+            "device 'cpu-avx2:isa=avx512': option 'isa': ISA target 'avx512' is not available "
+            "on this CPU (available: scalar, avx2)");
+  EXPECT_EQ(error_of("cpu-avx2:isa=sse"),
+            "device 'cpu-avx2:isa=sse': option 'isa': unknown ISA target 'sse' (known: scalar, "
+            "avx2, avx512, avx512bf16)");
+  EXPECT_EQ(error_of("sm80:isa=avx2"),
+            "device 'sm80:isa=avx2': unknown option 'isa' for a GPU (known: cudnn, cuda, sms)");
+}
+
+TEST(Device, DetectedCpuRunsItsBestTarget) {
+  const Device d = detect_cpu();
+  EXPECT_EQ(d.cpu.isa, available_isa_targets(d.cpu).back());
+  EXPECT_FALSE(d.cpu.isa_chosen);
+}
+
+TEST(Device, WithIsaTargetAndRunnableDevice) {
+  const Device d = with_isa_target(parse_device_or_throw("cpu-avx2"), "scalar");
+  EXPECT_EQ(d.cpu.isa, IsaTarget::scalar);
+  EXPECT_THROW(with_isa_target(parse_device_or_throw("sm80"), "avx2"), std::invalid_argument);
+  EXPECT_THROW(runnable_device(parse_device_or_throw("sm80")), std::invalid_argument);
+  EXPECT_EQ(runnable_device(parse_device_or_throw("cpu-scalar")).cpu.isa, IsaTarget::scalar);
+  EXPECT_EQ(runnable_device(parse_device_or_throw("cpu-scalar")).cpu.cores, detect_cpu().cpu.cores);
 }
 
 }  // namespace

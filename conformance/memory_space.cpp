@@ -1,0 +1,51 @@
+#include "conformance/memory_space.hpp"
+
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace sdpa {
+namespace {
+
+// A separate host allocation standing in for a device: nothing a backend writes through
+// the host pointers reaches it, so the judge's copies are exercised without hardware.
+class TestDeviceMemory final : public DeviceMemory {
+ public:
+  void* allocate(std::size_t bytes) const override { return ::operator new(bytes == 0 ? 1 : bytes); }
+  void release(void* p) const override { ::operator delete(p); }
+  void to_device(void* dst, const void* src, std::size_t n) const override {
+    if (n) std::memcpy(dst, src, n);
+  }
+  void to_host(void* dst, const void* src, std::size_t n) const override {
+    if (n) std::memcpy(dst, src, n);
+  }
+};
+
+}  // namespace
+
+const DeviceMemory* device_memory(MemorySpace space) {
+  static const TestDeviceMemory test_device;
+  switch (space) {
+    case MemorySpace::host:
+      return nullptr;
+    case MemorySpace::test_device:
+      return &test_device;
+    case MemorySpace::cuda_device:
+      break;
+  }
+  throw std::runtime_error(std::string("memory space ") + memory_space_name(space) +
+                           " is not reachable: this build has no CUDA runtime");
+}
+
+Mirror::Mirror(const DeviceMemory& memory, GuardedBuffer& host) : memory_(memory), host_(host) {
+  device_ = static_cast<unsigned char*>(memory_.allocate(host_.region_size()));
+  memory_.to_device(device_, host_.region(), host_.region_size());
+}
+
+Mirror::~Mirror() { memory_.release(device_); }
+
+void* Mirror::data() const { return device_ + host_.data_offset(); }
+
+void Mirror::copy_back() { memory_.to_host(host_.region(), device_, host_.region_size()); }
+
+}  // namespace sdpa

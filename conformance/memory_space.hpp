@@ -1,0 +1,48 @@
+// Copies of guarded buffers in a backend's memory space. The judge allocates, fills and
+// poisons every buffer in host memory; for a backend whose run() expects another space
+// (Capabilities::memory) it mirrors each whole guarded region there (margins, gaps and
+// poison included), runs, and copies the regions back, so the same guard checks see any
+// write outside a view or into an input.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "core/guarded_buffer.hpp"
+#include "kernels/backend.hpp"
+
+namespace sdpa {
+
+// Raw memory of one space.
+class DeviceMemory {
+ public:
+  virtual ~DeviceMemory() = default;
+  virtual void* allocate(std::size_t bytes) const = 0;
+  virtual void release(void* p) const = 0;
+  virtual void to_device(void* dst, const void* src, std::size_t bytes) const = 0;
+  virtual void to_host(void* dst, const void* src, std::size_t bytes) const = 0;
+};
+
+// The memory of `space`: nullptr for host memory (buffers are used in place). Throws
+// std::runtime_error when this build cannot reach the space (CUDA device memory in a build
+// without the CUDA runtime).
+const DeviceMemory* device_memory(MemorySpace space);
+
+// One guarded buffer mirrored in a device memory: the region is copied there on
+// construction; copy_back() brings it home (outputs) so the guards can be checked.
+class Mirror {
+ public:
+  Mirror(const DeviceMemory& memory, GuardedBuffer& host);
+  ~Mirror();
+  Mirror(const Mirror&) = delete;
+  Mirror& operator=(const Mirror&) = delete;
+  void* data() const;  // element 0 in device memory
+  void copy_back();
+
+ private:
+  const DeviceMemory& memory_;
+  GuardedBuffer& host_;
+  unsigned char* device_ = nullptr;
+};
+
+}  // namespace sdpa
