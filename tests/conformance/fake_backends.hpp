@@ -22,13 +22,17 @@ enum class Fault {
   declines,       // supports() says no
   bf16_rounding,  // rounds O to bf16 but claims a bf16 contract (within bound, worse than naive)
   skip_last_row,  // leaves the last query row unwritten
+  writes_margin,  // correct, plus one element written just before O's element 0
+  writes_input,   // correct, plus one element of Q overwritten
 };
 
 class FakeBackend : public Backend {
  public:
-  FakeBackend(std::string name, Fault fault) : name_(std::move(name)), fault_(fault) {
+  FakeBackend(std::string name, Fault fault, MemorySpace memory = MemorySpace::host)
+      : name_(std::move(name)), fault_(fault) {
     caps_.dtypes = {DType::f64, DType::f32, DType::f16, DType::bf16};
     caps_.weights_output = false;
+    caps_.memory = memory;
   }
   std::string_view name() const override { return name_; }
   const Capabilities& capabilities() const override { return caps_; }
@@ -49,6 +53,7 @@ class FakeBackend : public Backend {
     if (fault_ == Fault::crash) std::raise(SIGSEGV);
     if (fault_ == Fault::hang) std::this_thread::sleep_for(std::chrono::hours(1));
     if (fault_ == Fault::throws) throw std::runtime_error("fake failure");
+    if (b.memory != caps_.memory) throw std::runtime_error("buffers in the wrong memory space");
     const reference::Result r = reference::run_sdpa(p, {b.q, b.k, b.v, b.mask});
     const auto cuq = cu_seqlens_q(p);
     const std::int64_t B = p.batch, H = p.heads_q, L = p.len_q, Dv = p.head_dim_v;
@@ -72,6 +77,8 @@ class FakeBackend : public Backend {
     if (p.want_lse) {
       for (std::size_t x = 0; x < r.lse.size(); ++x) b.lse[x] = static_cast<float>(r.lse[x]);
     }
+    if (fault_ == Fault::writes_margin) store_from_double(p.dtype, b.o, -1, 0.0);
+    if (fault_ == Fault::writes_input) store_from_double(p.dtype, const_cast<void*>(b.q), 0, 7.0);
   }
 
  private:
