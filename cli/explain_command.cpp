@@ -179,7 +179,7 @@ int run_case(const Options& o, const Device& dev, const d::Policy& policy) {
 }
 
 int run_mha(const Options& o, const Device& dev, const d::Policy& policy) {
-  const auto parsed = d::parse_mha_spec(o.mha);
+  const auto parsed = reference::parse_mha_spec(o.mha);
   if (const auto* err = std::get_if<std::string>(&parsed)) {
     std::cerr << "sdpa-cts: " << *err << "\n";
     return 2;
@@ -193,7 +193,7 @@ int run_mha(const Options& o, const Device& dev, const d::Policy& policy) {
                     (!path.reaches_sdpa || path.sdpa.outcome == d::Outcome::selected);
   if (o.json) {
     json j;
-    j["mha"] = d::format_mha_spec(call);
+    j["mha"] = reference::format_mha_spec(call);
     j["device"] = {{"name", dev.name}, {"description", describe_device(dev)}};
     j["policy"] = policy_json(policy);
     j["need_weights"] = call.mha.need_weights;
@@ -212,7 +212,7 @@ int run_mha(const Options& o, const Device& dev, const d::Policy& policy) {
     if (path.route != d::MhaRoute::error) j["sdpa"] = explanation_json(path.sdpa);
     std::cout << j.dump() << "\n";
   } else {
-    std::cout << "mha       " << d::format_mha_spec(call) << "\n"
+    std::cout << "mha       " << reference::format_mha_spec(call) << "\n"
               << "device    " << describe_device(dev) << "\n"
               << "policy    " << describe_policy(policy) << "\n"
               << "need_weights " << nw << "\n"

@@ -291,7 +291,6 @@ void plant_nan_beyond(const Problem& p, InputBuffers& in) {
 // inputs"), whatever it does at masked keys. Nothing is planted when no element qualifies
 // (every row without an attended key).
 void plant_nan_q(const Problem& p, InputBuffers& in, std::uint64_t seed) {
-  const StridedView& v = in.q.view();
   const auto cu = cu_seqlens_q(p);
   const reference::Inputs ptrs = in.pointers();
   std::map<std::int64_t, bool> all_attend;  // stored offset -> every reader attends a key
@@ -306,8 +305,7 @@ void plant_nan_q(const Problem& p, InputBuffers& in, std::uint64_t seed) {
         }
         const std::int64_t row = p.packed ? cu[static_cast<std::size_t>(b)] + i : i;
         for (std::int64_t e = 0; e < p.head_dim_qk; ++e) {
-          const std::int64_t off = (p.packed ? 0 : b * v.stride[0]) + h * v.stride[1] +
-                                   row * v.stride[2] + e * v.stride[3];
+          const std::int64_t off = element_offset(p.q, p.packed, b, h, row, e);
           const auto [it, fresh] = all_attend.emplace(off, attends);
           if (!fresh) it->second = it->second && attends;
         }

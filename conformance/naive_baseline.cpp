@@ -41,8 +41,8 @@ std::vector<double> naive(const Problem& p, const reference::Inputs& in, const P
   const T keep_scale = p.dropout_p > 0 ? T(1) / (T(1) - static_cast<T>(p.dropout_p)) : T(1);
   const auto at = [&](const TensorLayout& t, const std::vector<std::int64_t>& cu, std::int64_t b,
                       std::int64_t h, std::int64_t r, std::int64_t d) {
-    return (p.packed ? 0 : b * t.stride[0]) + h * t.stride[1] +
-           (p.packed ? cu[static_cast<std::size_t>(b)] + r : r) * t.stride[2] + d * t.stride[3];
+    return element_offset(t, p.packed, b, h, p.packed ? cu[static_cast<std::size_t>(b)] + r : r,
+                          d);
   };
   std::vector<T> s(static_cast<std::size_t>(S));
   std::vector<char> att(static_cast<std::size_t>(S));

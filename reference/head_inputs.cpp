@@ -12,7 +12,7 @@ namespace {
 std::int64_t offset(const Problem& p, const TensorLayout& t, const std::vector<std::int64_t>& cu,
                     std::int64_t b, std::int64_t h, std::int64_t row, std::int64_t d) {
   const std::int64_t r = p.packed ? cu[static_cast<std::size_t>(b)] + row : row;
-  return (p.packed ? 0 : b * t.stride[0]) + h * t.stride[1] + r * t.stride[2] + d * t.stride[3];
+  return element_offset(t, p.packed, b, h, r, d);
 }
 
 // Structural masks of SEMANTICS.md step 5 for valid lengths (lq, skv).

@@ -402,8 +402,7 @@ void expect_one_nan_in_attending_rows(const std::string& id) {
         const std::int64_t row = p.packed ? cu[static_cast<std::size_t>(b)] + i : i;
         bool reads_nan = false;
         for (std::int64_t e = 0; e < p.head_dim_qk; ++e) {
-          reads_nan = reads_nan || stored_nan[(p.packed ? 0 : b * qv.stride[0]) + h * qv.stride[1] +
-                                              row * qv.stride[2] + e * qv.stride[3]];
+          reads_nan = reads_nan || stored_nan[element_offset(p.q, p.packed, b, h, row, e)];
         }
         const std::size_t x = static_cast<std::size_t>((b * p.heads_q + h) * p.len_q + i);
         EXPECT_EQ(std::isnan(r.lse[x]), reads_nan) << id << " lse row " << x;

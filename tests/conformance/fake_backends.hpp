@@ -65,8 +65,7 @@ class FakeBackend : public Backend {
             continue;
           for (std::int64_t d = 0; d < Dv; ++d) {
             const std::int64_t row = p.packed ? cuq[bb] + i : i;
-            const std::int64_t off = (p.packed ? 0 : bb * p.o.stride[0]) + h * p.o.stride[1] +
-                                     row * p.o.stride[2] + d * p.o.stride[3];
+            const std::int64_t off = element_offset(p.o, p.packed, bb, h, row, d);
             double x = r.o[static_cast<std::size_t>(((bb * H + h) * L + i) * Dv + d)];
             if (fault_ == Fault::zero_output) x = 0;
             if (fault_ == Fault::bf16_rounding) x = bf16_to_float(double_to_bf16(x));

@@ -1,5 +1,6 @@
 // The nn.MultiheadAttention path picker: every fast-path condition with PyTorch's text,
-// the routes and the SDPA backend they reach, the need_weights default, and the MHA spec.
+// the routes and the SDPA backend they reach, the need_weights default (the MHA spec grammar
+// itself: tests/reference/mha_spec_test.cpp).
 #include "dispatcher/mha_path.hpp"
 
 #include <gtest/gtest.h>
@@ -15,14 +16,8 @@ using dispatch::MhaPath;
 using dispatch::MhaRoute;
 
 MhaPath pick(const std::string& spec, const std::string& dev) {
-  return dispatch::pick_mha_path(dispatch::parse_mha_spec_or_throw(spec), testing::device(dev),
+  return dispatch::pick_mha_path(reference::parse_mha_spec_or_throw(spec), testing::device(dev),
                                  dispatch::Policy{}, testing::test_registry());
-}
-
-std::string spec_error(const std::string& spec) {
-  auto r = dispatch::parse_mha_spec(spec);
-  if (auto* e = std::get_if<std::string>(&r)) return *e;
-  return "(parsed)";
 }
 
 // The fast-path base: every condition holds.
@@ -80,7 +75,7 @@ TEST(MhaPath, EachFastPathConditionGivesItsReason) {
 
 TEST(MhaPath, InProjWeightNoneAndQkvSameEmbedDim) {
   // A kdim != e module has no in_proj_weight: that condition fails before _qkv_same_embed_dim.
-  MhaCall c = dispatch::parse_mha_spec_or_throw(kFast);
+  MhaCall c = reference::parse_mha_spec_or_throw(kFast);
   c.mha.kdim = 32;
   c.mha.use_separate_proj_weight = true;
   c.self_attention = false;
@@ -172,12 +167,12 @@ TEST(MhaPath, FastPathMaterializes) {
             "on a CPU, native multi-head attention computes bmm and a masked softmax itself");
   dispatch::Policy none;
   none.enabled = std::vector<std::string>{"cuda.math"};
-  p = dispatch::pick_mha_path(dispatch::parse_mha_spec_or_throw(kFast), testing::device("sm80"),
+  p = dispatch::pick_mha_path(reference::parse_mha_spec_or_throw(kFast), testing::device("sm80"),
                               none, testing::test_registry());
   EXPECT_EQ(p.route, MhaRoute::fast_materialized);
   none.enabled = std::vector<std::string>{"cuda.cudnn"};
   p = dispatch::pick_mha_path(
-      dispatch::parse_mha_spec_or_throw("e64.h4.b2.l5.s5.f32.batch_first=1.need_weights=0"),
+      reference::parse_mha_spec_or_throw("e64.h4.b2.l5.s5.f32.batch_first=1.need_weights=0"),
       testing::device("sm80"), none, testing::test_registry());
   EXPECT_EQ(p.route_reason,
             "the SDPA picker found no backend for it: native multi-head attention uses bmm and a "
@@ -244,74 +239,8 @@ TEST(MhaPath, RouteNames) {
   EXPECT_STREQ(dispatch::route_name(MhaRoute::error), "error");
 }
 
-TEST(MhaSpec, DefaultsAndFields) {
-  const MhaCall c = dispatch::parse_mha_spec_or_throw("e64.h4");
-  EXPECT_EQ(c.mha.embed_dim, 64);
-  EXPECT_EQ(c.mha.num_heads, 4);
-  EXPECT_EQ(c.mha.batch, 1);
-  EXPECT_EQ(c.mha.len_q, 1);
-  EXPECT_EQ(c.mha.len_kv, 1);
-  EXPECT_TRUE(c.mha.need_weights);
-  EXPECT_FALSE(c.need_weights_explicit);
-  EXPECT_EQ(c.dtype, DType::f32);
-  EXPECT_TRUE(c.self_attention);
-  EXPECT_FALSE(c.mha.batch_first);
-  const MhaCall k = dispatch::parse_mha_spec_or_throw("e64.h4.l5.s7.kdim=32.vdim=16");
-  EXPECT_FALSE(k.self_attention);
-  EXPECT_TRUE(k.mha.use_separate_proj_weight);
-  const MhaCall all = dispatch::parse_mha_spec_or_throw(
-      "e64.h4.b3.l6.s6.bf16.wdtype=f32.bias=0.add_bias_kv=1.add_zero_attn=1.kpm=bool.mask=float."
-      "mask_rank=3.need_weights=0.avg=0.is_causal=1.p=0.25.batch_first=1.training=1.self=0."
-      "batched=1.fastpath=0.autocast=1.grad=1.nested=0");
-  EXPECT_EQ(all.dtype, DType::bf16);
-  EXPECT_EQ(all.param_dtype, DType::f32);
-  EXPECT_EQ(all.mha.attn_mask_rank, 3);
-  EXPECT_EQ(all.mha.dropout_p, 0.25);
-  EXPECT_FALSE(all.mha.average_attn_weights);
-  EXPECT_TRUE(all.need_weights_explicit);
-  EXPECT_FALSE(all.fastpath_enabled);
-  EXPECT_EQ(dispatch::format_mha_spec(all),
-            "e64.h4.b3.l6.s6.bf16.wdtype=f32.bias=0.add_bias_kv=1.add_zero_attn=1.kpm=bool.mask="
-            "float.mask_rank=3.need_weights=0.avg=0.is_causal=1.p=0.25.batch_first=1.training=1."
-            "self=0.fastpath=0.autocast=1.grad=1");
-}
-
-TEST(MhaSpec, ErrorsNameTheField) {
-  EXPECT_EQ(spec_error(""), "MHA spec field '<spec>': the MHA spec is empty");
-  EXPECT_EQ(spec_error("e64"), "MHA spec field 'h': missing (required fields: e, h)");
-  EXPECT_EQ(spec_error("e64.h4.need_weights=2"),
-            "MHA spec field 'need_weights': expected 0 or 1, got '2'");
-  EXPECT_EQ(spec_error("e64.h4.mask=maybe"),
-            "MHA spec field 'mask': expected none, bool or float, got 'maybe'");
-  EXPECT_EQ(spec_error("e64.h4.mask_rank=4"),
-            "MHA spec field 'mask_rank': expected 2 or 3, got '4'");
-  EXPECT_EQ(spec_error("e64.h4.p=x"), "MHA spec field 'p': expected a number, got 'x'");
-  EXPECT_EQ(spec_error("eX.h4"), "MHA spec field 'e': expected a non-negative integer, got 'X'");
-  EXPECT_EQ(spec_error("e64.h4.h2"), "MHA spec field 'h': given twice");
-  EXPECT_EQ(spec_error("e64.h4..b2"),
-            "MHA spec field '<spec>': empty field (two dots in a row, or a leading/trailing dot)");
-  EXPECT_EQ(spec_error("e64.h4.dtype=f8"),
-            "MHA spec field 'dtype': expected f64, f32, f16 or bf16, got 'f8'");
-  EXPECT_EQ(spec_error("e64.h4.q5"),
-            "MHA spec field 'q': unknown field 'q5' (sizes are e, h, b, l, s; other fields are "
-            "key=value)");
-  EXPECT_EQ(spec_error("e64.h4.need_wieghts=0"),
-            "MHA spec field 'need_wieghts': unknown field (known: e, h, b, l, s, dtype, wdtype, "
-            "kdim, vdim, bias, add_bias_kv, add_zero_attn, kpm, mask, mask_rank, need_weights, "
-            "avg, is_causal, p, batch_first, training, self, batched, fastpath, autocast, grad, "
-            "nested)");
-  EXPECT_EQ(spec_error("e64.h5"),
-            "MHA spec: invalid call: num_heads: embed_dim (64) is not divisible by num_heads (5)");
-  EXPECT_EQ(spec_error("e64.h4.l5.s6.self=1"),
-            "MHA spec: invalid call: self: self-attention (query is key is value) needs l == s and "
-            "kdim == vdim == e");
-  EXPECT_EQ(spec_error("e64.h4.b2.batched=0"),
-            "MHA spec: invalid call: batched: unbatched (2-D) inputs have batch 1, got b2");
-  EXPECT_THROW(dispatch::parse_mha_spec_or_throw("e64.h4.is_causal=1"), std::invalid_argument);
-}
-
 TEST(MhaSpec, PickRejectsAnInconsistentCall) {
-  MhaCall c = dispatch::parse_mha_spec_or_throw("e64.h4");
+  MhaCall c = reference::parse_mha_spec_or_throw("e64.h4");
   c.mha.need_weights = false;  // but not marked as given
   try {
     dispatch::pick_mha_path(c, testing::device("sm80"), dispatch::Policy{},
@@ -354,9 +283,9 @@ RC_GTEST_PROP(MhaSpec, FormatThenParseIsTheIdentity, ()) {
   c.autocast = *rc::gen::arbitrary<bool>();
   c.requires_grad = *rc::gen::arbitrary<bool>();
   c.nested = *rc::gen::arbitrary<bool>();
-  const std::string spec = dispatch::format_mha_spec(c);
-  const MhaCall back = dispatch::parse_mha_spec_or_throw(spec);
-  RC_ASSERT(dispatch::format_mha_spec(back) == spec);
+  const std::string spec = reference::format_mha_spec(c);
+  const MhaCall back = reference::parse_mha_spec_or_throw(spec);
+  RC_ASSERT(reference::format_mha_spec(back) == spec);
   RC_ASSERT(back.mha.need_weights == c.mha.need_weights);
   RC_ASSERT(back.need_weights_explicit == c.need_weights_explicit);
   RC_ASSERT(back.self_attention == c.self_attention);

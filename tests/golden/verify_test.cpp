@@ -162,8 +162,7 @@ class FakeBackend : public Backend {
         for (std::int64_t i = 0; i < rows; ++i)
           for (std::int64_t d = 0; d < p.head_dim_v; ++d) {
             const std::int64_t row = p.packed ? cuq[bb] + i : i;
-            const std::int64_t off = (p.packed ? 0 : bb * p.o.stride[0]) + h * p.o.stride[1] +
-                                     row * p.o.stride[2] + d * p.o.stride[3];
+            const std::int64_t off = element_offset(p.o, p.packed, bb, h, row, d);
             double x = r.o[static_cast<std::size_t>(
                 ((bb * p.heads_q + h) * p.len_q + i) * p.head_dim_v + d)];
             if (mode_ == Mode::off_by_some && off == 0) x = x * 1.01 + 0.01;

@@ -196,8 +196,7 @@ class Buffers {
           if (p.packed && r >= valid) continue;  // the packed layout has no such row
           const std::int64_t row = p.packed ? cu[static_cast<std::size_t>(b)] + r : r;
           for (std::int64_t e = 0; e < dim; ++e) {
-            const std::int64_t off = (p.packed ? 0 : b * t.stride[0]) + h * t.stride[1] +
-                                     row * t.stride[2] + e * t.stride[3];
+            const std::int64_t off = element_offset(t, p.packed, b, h, row, e);
             const auto li = static_cast<std::size_t>(((b * heads + h) * rows + r) * dim + e);
             store_from_double(p.dtype, e0, off, logical[li]);
           }

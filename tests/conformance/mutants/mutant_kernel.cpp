@@ -39,7 +39,7 @@ struct Addressing {
   std::int64_t at(const std::array<std::int64_t, 4>& s, const std::vector<std::int64_t>& cu,
                   std::int64_t b, std::int64_t h, std::int64_t row, std::int64_t d) const {
     const std::int64_t r = p.packed ? cu[static_cast<std::size_t>(b)] + row : row;
-    return (p.packed ? 0 : b * s[0]) + h * s[1] + r * s[2] + d * s[3];
+    return element_offset(TensorLayout{s, 0}, p.packed, b, h, r, d);
   }
 };
 
