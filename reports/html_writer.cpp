@@ -8,22 +8,24 @@
 #include <map>
 #include <tuple>
 
-#include "reports/report_util.hpp"
+#include "reports/markdown_text.hpp"
+#include "reports/tallies.hpp"
+#include "reports/text.hpp"
 #include "reports/reports.hpp"
 
 namespace sdpa {
 
 namespace {
 
-using report::FeatureCell;
+using reports::FeatureCell;
 
 constexpr std::size_t kWorstInHtml = 25;
 constexpr std::size_t kRowsPerTable = 500;
 constexpr std::size_t kDeclineReasons = 100;
 constexpr std::size_t kMessageBytes = 2000;
 
-std::string h(std::string_view s) { return report::markup_escape(s, false); }
-std::string ha(std::string_view s) { return report::markup_escape(s, true); }
+std::string h(std::string_view s) { return reports::markup_escape(s, false); }
+std::string ha(std::string_view s) { return reports::markup_escape(s, true); }
 
 std::string fmt(double x) {
   char buf[32];
@@ -126,14 +128,14 @@ std::string matrix_cell(const FeatureCell& c) {
 // Bar chart of one backend's err/tol bins. Each bar is labelled by its upper edge (the full range
 // is in its tooltip).
 std::string histogram_svg(const std::string& backend,
-                          const std::array<std::int64_t, report::kRatioBins>& bins) {
+                          const std::array<std::int64_t, reports::kRatioBins>& bins) {
   const double W = 380, H = 196, left = 10, right = 10, top = 34, bottom = 36;
   const double plot_w = W - left - right, plot_h = H - top - bottom;
-  const double slot = plot_w / report::kRatioBins, bar = slot * 0.72;
+  const double slot = plot_w / reports::kRatioBins, bar = slot * 0.72;
   std::int64_t max = *std::max_element(bins.begin(), bins.end());
-  static const char* colors[report::kRatioBins] = {"#116329", "#1a7f37", "#2da44e", "#4ac26b",
+  static const char* colors[reports::kRatioBins] = {"#116329", "#1a7f37", "#2da44e", "#4ac26b",
                                                    "#6fdd8b", "#d4a72c", "#cf222e"};
-  static const char* edges[report::kRatioBins] = {"0",       "&lt;1e-4", "&lt;1e-3", "&lt;1e-2",
+  static const char* edges[reports::kRatioBins] = {"0",       "&lt;1e-4", "&lt;1e-3", "&lt;1e-2",
                                                   "&lt;0.1", "&#8804;1", "&gt;1"};
   std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt(W) + "\" height=\"" +
                     fmt(H) + "\" viewBox=\"0 0 " + fmt(W) + " " + fmt(H) +
@@ -141,18 +143,18 @@ std::string histogram_svg(const std::string& backend,
                     "\" font-family=\"system-ui, sans-serif\">";
   double base = top + plot_h;
   // The bound: everything right of this line failed.
-  double bound_x = left + slot * (report::kRatioBins - 1);
+  double bound_x = left + slot * (reports::kRatioBins - 1);
   svg += "<line x1=\"" + fmt(bound_x) + "\" y1=\"" + fmt(top - 20) + "\" x2=\"" + fmt(bound_x) +
          "\" y2=\"" + fmt(base) + "\" stroke=\"#cf222e\" stroke-dasharray=\"3 3\"/>";
   svg += "<text x=\"" + fmt(bound_x - 4) + "\" y=\"" + fmt(top - 22) +
          "\" font-size=\"10\" text-anchor=\"end\" fill=\"#cf222e\">bound: err/tol = 1</text>";
-  for (std::size_t i = 0; i < report::kRatioBins; ++i) {
+  for (std::size_t i = 0; i < reports::kRatioBins; ++i) {
     double x = left + slot * static_cast<double>(i) + (slot - bar) / 2;
     double bh = max > 0 ? plot_h * static_cast<double>(bins[i]) / static_cast<double>(max) : 0;
     if (bins[i] > 0) bh = std::max(bh, 1.5);
     svg += "<rect x=\"" + fmt(x) + "\" y=\"" + fmt(base - bh) + "\" width=\"" + fmt(bar) +
            "\" height=\"" + fmt(bh) + "\" fill=\"" + colors[i] + "\"><title>" +
-           h(std::string("err/tol ") + report::ratio_bin_labels()[i] + ": " +
+           h(std::string("err/tol ") + reports::ratio_bin_labels()[i] + ": " +
              std::to_string(bins[i]) + " cases") +
            "</title></rect>";
     svg += "<text x=\"" + fmt(x + bar / 2) + "\" y=\"" + fmt(base - bh - 3) +
@@ -182,7 +184,7 @@ void records_table(std::string& out, const std::vector<const CaseRecord*>& rows)
     const CaseRecord& r = *rows[i];
     out += "<tr><td>" + status_span(r.status) + "</td><td><code>" + h(r.backend) +
            "</code></td><td class=\"case\"><code>" + h(r.case_id) + "</code></td><td><pre>" +
-           h(report::truncate_utf8(r.message, kMessageBytes)) + "</pre></td>" + repro_cell(r) +
+           h(reports::truncate_utf8(r.message, kMessageBytes)) + "</pre></td>" + repro_cell(r) +
            "</tr>\n";
   }
   out += "</table>\n";
@@ -214,9 +216,9 @@ std::string render_html(const RunSummary& run) {
   meta("tier", run.tier);
   meta("device", run.device);
   meta("cases", std::to_string(total.total));
-  meta("wall time", report::format_number(run.seconds, 4) + " s");
+  meta("wall time", reports::format_number(run.seconds, 4) + " s");
   meta("cases per second",
-       run.seconds > 0 ? report::format_number(static_cast<double>(total.total) / run.seconds, 4)
+       run.seconds > 0 ? reports::format_number(static_cast<double>(total.total) / run.seconds, 4)
                        : "-");
   meta("seed", std::to_string(run.seed));
   meta("started at", run.started_at);
@@ -226,7 +228,7 @@ std::string render_html(const RunSummary& run) {
 
   // Statuses per backend.
   o += "<h2>Statuses per backend</h2>\n";
-  auto by_backend = report::counts_by_backend(run);
+  auto by_backend = reports::counts_by_backend(run);
   if (by_backend.empty()) {
     o += "<p>No cases ran.</p>\n";
   } else {
@@ -252,7 +254,7 @@ std::string render_html(const RunSummary& run) {
 
   // Backend x feature matrix: a row per feature, a column per backend.
   o += "<h2>Backend &#215; feature matrix</h2>\n";
-  auto matrix = report::feature_matrix(run);
+  auto matrix = reports::feature_matrix(run);
   if (!matrix.empty()) {
     o += "<p class=\"legend\">Each cell: pass / fail / not supported (/ invalid or mistrusted)"
          "<span class=\"sw pass\"></span>pass (incl. QUALITY_WARNING)"
@@ -262,7 +264,7 @@ std::string render_html(const RunSummary& run) {
     o += "<div class=\"scroll\"><table class=\"matrix\"><tr><th>feature</th>";
     for (const auto& [backend, cells] : matrix) o += "<th><code>" + h(backend) + "</code></th>";
     o += "</tr>\n";
-    for (const auto& feature : report::feature_columns(run)) {
+    for (const auto& feature : reports::feature_columns(run)) {
       o += "<tr><th class=\"feature\"><code>" + h(feature) + "</code></th>";
       for (const auto& [backend, cells] : matrix) {
         auto it = cells.find(feature);
@@ -279,7 +281,7 @@ std::string render_html(const RunSummary& run) {
   o += "<h2>err/tol per backend</h2>\n";
   o += "<p class=\"note\">Worst error/tolerance ratio of each PASS, QUALITY_WARNING and FAIL "
        "case. A correct backend sits well left of the bound.</p>\n";
-  auto hists = report::ratio_histograms(run);
+  auto hists = reports::ratio_histograms(run);
   if (hists.empty()) {
     o += "<p>No measured cases.</p>\n";
   } else {
@@ -296,14 +298,14 @@ std::string render_html(const RunSummary& run) {
       }
       o += "<figure>" + histogram_svg(backend, bins) + "<figcaption><b>" + h(backend) +
            "</b>: " + std::to_string(n) + " measured, max err/tol " +
-           (nan ? std::string("nan") : report::format_number(max_ratio)) +
+           (nan ? std::string("nan") : reports::format_number(max_ratio)) +
            "</figcaption></figure>\n";
     }
     o += "</div>\n";
   }
 
   // Worst cases.
-  auto worst = report::worst_cases(run, kWorstInHtml);
+  auto worst = reports::worst_cases(run, kWorstInHtml);
   o += "<h2>Worst cases</h2>\n";
   if (worst.empty()) {
     o += "<p>No measured case with an error.</p>\n";
@@ -314,11 +316,11 @@ std::string render_html(const RunSummary& run) {
     for (std::size_t i = 0; i < worst.size(); ++i) {
       const CaseRecord& r = *worst[i];
       o += "<tr><td class=\"num\">" + std::to_string(i + 1) + "</td><td class=\"num" +
-           (r.worst_ratio <= 1 ? "" : " bad") + "\">" + report::format_number(r.worst_ratio, 4) +
+           (r.worst_ratio <= 1 ? "" : " bad") + "\">" + reports::format_number(r.worst_ratio, 4) +
            "</td><td>" + status_span(r.status) + "</td><td><code>" + h(r.backend) +
            "</code></td><td class=\"case\"><code>" + h(r.case_id) + "</code></td><td><code>" +
            h(r.worst_where) + "</code></td><td class=\"num\">" +
-           report::format_number(r.max_abs_error, 4) + "</td>" + repro_cell(r) + "</tr>\n";
+           reports::format_number(r.max_abs_error, 4) + "</td>" + repro_cell(r) + "</tr>\n";
     }
     o += "</table>\n";
   }
@@ -360,7 +362,7 @@ std::string render_html(const RunSummary& run) {
     for (std::size_t i = 0; i < std::min(rows.size(), kDeclineReasons); ++i) {
       o += "<tr><td class=\"num\">" + std::to_string(rows[i].second) + "</td><td><code>" +
            h(rows[i].first.first) + "</code></td><td><pre>" +
-           h(report::truncate_utf8(rows[i].first.second, kMessageBytes)) + "</pre></td></tr>\n";
+           h(reports::truncate_utf8(rows[i].first.second, kMessageBytes)) + "</pre></td></tr>\n";
     }
     o += "</table>\n";
     if (rows.size() > kDeclineReasons) {

@@ -6,14 +6,16 @@
 #include <map>
 #include <vector>
 
-#include "reports/report_util.hpp"
+#include "reports/markdown_text.hpp"
+#include "reports/tallies.hpp"
+#include "reports/text.hpp"
 #include "reports/reports.hpp"
 
 namespace sdpa {
 
 namespace {
 
-using report::markup_escape;
+using reports::markup_escape;
 
 std::string attr(const char* name, std::string_view value) {
   return std::string(" ") + name + "=\"" + markup_escape(value, true) + "\"";
@@ -49,9 +51,9 @@ std::string testcase_name(const CaseRecord& r) {
 std::string details(const CaseRecord& r) {
   std::string s = std::string(status_name(r.status)) + ": " + r.message + "\n";
   if (has_ratio(r.status)) {
-    s += "worst err/tol: " + report::format_number(r.worst_ratio, 4);
+    s += "worst err/tol: " + reports::format_number(r.worst_ratio, 4);
     if (!r.worst_where.empty()) s += " at " + r.worst_where;
-    s += ", max abs error: " + report::format_number(r.max_abs_error, 4) + "\n";
+    s += ", max abs error: " + reports::format_number(r.max_abs_error, 4) + "\n";
   }
   if (!r.device.empty()) s += "device: " + r.device + "\n";
   if (!r.features.empty()) {
@@ -74,7 +76,7 @@ std::string render_junit_xml(const RunSummary& run) {
   std::string x = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   x += "<testsuites" + attr("name", "sdpa-cts") + attr("tests", std::to_string(total.total)) +
        attr("failures", std::to_string(total.failures())) + attr("errors", "0") +
-       attr("time", report::format_seconds(run.seconds)) + ">\n";
+       attr("time", reports::format_seconds(run.seconds)) + ">\n";
   for (const auto& [backend, records] : suites) {
     StatusCounts c;
     double seconds = 0;
@@ -85,7 +87,7 @@ std::string render_junit_xml(const RunSummary& run) {
     std::int64_t skipped = c[Status::not_supported] + c[Status::invalid] + c[Status::mistrusted];
     x += "  <testsuite" + attr("name", backend) + attr("tests", std::to_string(c.total)) +
          attr("failures", std::to_string(c.failures())) + attr("errors", "0") +
-         attr("skipped", std::to_string(skipped)) + attr("time", report::format_seconds(seconds));
+         attr("skipped", std::to_string(skipped)) + attr("time", reports::format_seconds(seconds));
     if (!timestamp.empty()) x += attr("timestamp", timestamp);
     x += ">\n    <properties>\n";
     auto property = [&](const char* name, const std::string& value) {
@@ -100,7 +102,7 @@ std::string render_junit_xml(const RunSummary& run) {
     x += "    </properties>\n";
     for (const CaseRecord* r : records) {
       x += "    <testcase" + attr("name", testcase_name(*r)) + attr("classname", backend) +
-           attr("time", report::format_seconds(r->seconds));
+           attr("time", reports::format_seconds(r->seconds));
       const char* status = status_name(r->status);
       switch (r->status) {
         case Status::pass:

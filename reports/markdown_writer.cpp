@@ -2,22 +2,24 @@
 // from the data is escaped or sits in a code span or block.
 #include <algorithm>
 
-#include "reports/report_util.hpp"
+#include "reports/markdown_text.hpp"
+#include "reports/tallies.hpp"
+#include "reports/text.hpp"
 #include "reports/reports.hpp"
 
 namespace sdpa {
 
 namespace {
 
-using report::md_code;
-using report::md_text;
+using reports::md_code;
+using reports::md_text;
 
 constexpr std::size_t kWorstInMarkdown = 5;
 constexpr std::size_t kWarningsInMarkdown = 10;
 
 std::string cases_per_second(const RunSummary& run) {
   if (!(run.seconds > 0)) return "";
-  return " (" + report::format_number(static_cast<double>(run.records.size()) / run.seconds) +
+  return " (" + reports::format_number(static_cast<double>(run.records.size()) / run.seconds) +
          " cases/s)";
 }
 
@@ -31,7 +33,7 @@ std::string render_markdown(const RunSummary& run, const MarkdownLimits& limits)
            : "## sdpa-cts conformance: \xE2\x9D\x8C failed\n\n";
   md += md_code(summary_line(total)) + "\n\n";
   md += "Tier " + md_code(run.tier) + " on " + md_code(run.device) + ": " +
-        std::to_string(total.total) + " cases in " + report::format_number(run.seconds, 3) + " s" +
+        std::to_string(total.total) + " cases in " + reports::format_number(run.seconds, 3) + " s" +
         cases_per_second(run) + ", seed " + std::to_string(run.seed) + ", tolerances " +
         md_code(run.tolerance_version) + ", sdpa-cts " + md_code(run.tool_version) +
         (run.started_at.empty() ? "" : ", started " + md_text(run.started_at)) + ".\n\n";
@@ -41,7 +43,7 @@ std::string render_markdown(const RunSummary& run, const MarkdownLimits& limits)
   for (Status s : kAllStatuses) {
     if (s == Status::pass || s == Status::fail || total[s] > 0) cols.push_back(s);
   }
-  auto by_backend = report::counts_by_backend(run);
+  auto by_backend = reports::counts_by_backend(run);
   if (!by_backend.empty()) {
     md += "| backend |";
     for (Status s : cols) md += std::string(" ") + status_name(s) + " |";
@@ -74,12 +76,12 @@ std::string render_markdown(const RunSummary& run, const MarkdownLimits& limits)
   // Failures, each with its message and repro command, as many as the limits allow. The tail
   // (worst cases, warnings) is rendered first so its size can be reserved.
   std::string tail;
-  auto worst = report::worst_cases(run, kWorstInMarkdown);
+  auto worst = reports::worst_cases(run, kWorstInMarkdown);
   if (!worst.empty()) {
     tail += "### Closest to the bound\n\n| err/tol | status | backend | case | where |\n";
     tail += "|--:|---|---|---|---|\n";
     for (const CaseRecord* r : worst) {
-      tail += "| " + report::format_number(r->worst_ratio) + " | " + status_name(r->status) +
+      tail += "| " + reports::format_number(r->worst_ratio) + " | " + status_name(r->status) +
               " | " + md_code(r->backend, true) + " | " + md_code(r->case_id, true) + " | " +
               md_code(r->worst_where, true) + " |\n";
     }
@@ -97,7 +99,7 @@ std::string render_markdown(const RunSummary& run, const MarkdownLimits& limits)
       const CaseRecord& r = *warnings[i];
       tail += std::string("- **") + status_name(r.status) + "** " + md_code(r.backend) + " " +
               md_code(r.case_id) + ": " +
-              md_text(report::truncate_utf8(report::first_line(r.message), 200)) + "\n";
+              md_text(reports::truncate_utf8(reports::first_line(r.message), 200)) + "\n";
     }
     if (warnings.size() > kWarningsInMarkdown) {
       tail += "- ... and " + std::to_string(warnings.size() - kWarningsInMarkdown) +
@@ -121,8 +123,8 @@ std::string render_markdown(const RunSummary& run, const MarkdownLimits& limits)
       std::string item =
           std::string("**") + status_name(r.status) + "** " + md_code(r.backend) + " " +
           md_code(r.case_id) + "\n\n" +
-          report::md_code_block(report::truncate_utf8(r.message, limits.max_message_bytes), "text");
-      if (!r.repro.empty()) item += report::md_code_block(r.repro, "sh");
+          reports::md_code_block(reports::truncate_utf8(r.message, limits.max_message_bytes), "text");
+      if (!r.repro.empty()) item += reports::md_code_block(r.repro, "sh");
       item += "\n";
       if (md.size() + item.size() > budget) break;
       md += item;

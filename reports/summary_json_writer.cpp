@@ -2,7 +2,9 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "reports/report_util.hpp"
+#include "reports/markdown_text.hpp"
+#include "reports/tallies.hpp"
+#include "reports/text.hpp"
 #include "reports/reports.hpp"
 
 namespace sdpa {
@@ -16,7 +18,7 @@ constexpr std::size_t kFailuresInSummary = 100;
 
 json number(double x) {
   if (std::isfinite(x)) return x;
-  return report::format_number(x);
+  return reports::format_number(x);
 }
 
 json counts_json(const StatusCounts& c) {
@@ -54,18 +56,18 @@ std::string render_summary_json(const RunSummary& run) {
   j["counts"] = counts_json(counts);
 
   json backends = json::object();
-  for (const auto& [name, c] : report::counts_by_backend(run)) backends[name] = counts_json(c);
+  for (const auto& [name, c] : reports::counts_by_backend(run)) backends[name] = counts_json(c);
   j["backends"] = backends;
 
   json hist;
-  hist["bins"] = report::ratio_bin_labels();
+  hist["bins"] = reports::ratio_bin_labels();
   json per_backend = json::object();
-  for (const auto& [name, h] : report::ratio_histograms(run)) per_backend[name] = h;
+  for (const auto& [name, h] : reports::ratio_histograms(run)) per_backend[name] = h;
   hist["backends"] = per_backend;
   j["err_tol_histogram"] = hist;
 
   json worst = json::array();
-  for (const CaseRecord* r : report::worst_cases(run, kWorstInSummary)) {
+  for (const CaseRecord* r : reports::worst_cases(run, kWorstInSummary)) {
     json w;
     w["case_id"] = r->case_id;
     w["backend"] = r->backend;

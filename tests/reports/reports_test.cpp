@@ -9,7 +9,9 @@
 #include <set>
 #include <sstream>
 
-#include "reports/report_util.hpp"
+#include "reports/markdown_text.hpp"
+#include "reports/tallies.hpp"
+#include "reports/text.hpp"
 #include "tests/reports/sample_run.hpp"
 #include "tests/reports/xml_check.hpp"
 
@@ -173,7 +175,7 @@ TEST(ReportsSummaryJson, WorstCasesHistogramAndFailures) {
   EXPECT_EQ(worst[4].at("worst_ratio"), 0.003);
 
   const json& h = j.at("err_tol_histogram");
-  EXPECT_EQ(h.at("bins").size(), report::kRatioBins);
+  EXPECT_EQ(h.at("bins").size(), reports::kRatioBins);
   // cpu.flash: FAIL 35 and FAIL NaN -> ">1", QUALITY_WARNING 0.8 -> "0.1..1"; MISTRUSTED not
   // counted.
   EXPECT_EQ(h.at("backends").at("cpu.flash"), json::parse("[0,0,0,0,0,1,2]"));
@@ -262,7 +264,7 @@ TEST(ReportsJunit, WellFormedWithOneTestcasePerRecord) {
       const XmlNode* f = c->child("failure");
       ASSERT_NE(f, nullptr);
       EXPECT_EQ(f->attr("type"), status_name(r.status));
-      std::string msg = report::valid_utf8(r.message);
+      std::string msg = reports::valid_utf8(r.message);
       if (r.status != Status::crash) {  // the others hold no control characters
         EXPECT_EQ(f->attr("message"), msg);
       }
@@ -398,13 +400,13 @@ TEST(ReportsMarkdown, CappedAtAReadableLength) {
 }
 
 TEST(ReportsMarkdown, Helpers) {
-  EXPECT_EQ(report::md_code("a`b"), "``a`b``");
-  EXPECT_EQ(report::md_code("`x`"), "`` `x` ``");
-  EXPECT_EQ(report::md_code("a|b\nc", true), "`a\\|b c`");
-  EXPECT_EQ(report::md_code(""), "` `");
-  EXPECT_EQ(report::clean_text("a\r\nb\rc\x01\td\xFF"), "a\nb\nc\xEF\xBF\xBD\td\xEF\xBF\xBD");
-  EXPECT_EQ(report::md_code_block("x ```` y", "sh"), "`````sh\nx ```` y\n`````\n");
-  EXPECT_EQ(report::md_text("<b>*x*</b> & [l](u)|\n"), "\\<b\\>\\*x\\*\\</b\\> \\& \\[l\\](u)\\| ");
+  EXPECT_EQ(reports::md_code("a`b"), "``a`b``");
+  EXPECT_EQ(reports::md_code("`x`"), "`` `x` ``");
+  EXPECT_EQ(reports::md_code("a|b\nc", true), "`a\\|b c`");
+  EXPECT_EQ(reports::md_code(""), "` `");
+  EXPECT_EQ(reports::clean_text("a\r\nb\rc\x01\td\xFF"), "a\nb\nc\xEF\xBF\xBD\td\xEF\xBF\xBD");
+  EXPECT_EQ(reports::md_code_block("x ```` y", "sh"), "`````sh\nx ```` y\n`````\n");
+  EXPECT_EQ(reports::md_text("<b>*x*</b> & [l](u)|\n"), "\\<b\\>\\*x\\*\\</b\\> \\& \\[l\\](u)\\| ");
 }
 
 // ---- report.html -------------------------------------------------------------------------------
@@ -486,7 +488,7 @@ TEST(ReportsHtml, MatrixHistogramsAndWorstCases) {
   }
   ASSERT_NE(matrix, nullptr);
   auto rows = matrix->find_all("tr");
-  auto cols = report::feature_columns(run);
+  auto cols = reports::feature_columns(run);
   ASSERT_EQ(rows.size(), cols.size() + 1);
   std::set<std::string> backends;
   for (const auto& r : run.records) backends.insert(r.backend);
@@ -510,7 +512,7 @@ TEST(ReportsHtml, MatrixHistogramsAndWorstCases) {
   EXPECT_EQ(figures.size(), 3u);  // cpu.flash, cpu.math, vendor
   for (const XmlNode* f : figures) {
     ASSERT_NE(f->child("svg"), nullptr);
-    EXPECT_EQ(f->child("svg")->find_all("rect").size(), report::kRatioBins);
+    EXPECT_EQ(f->child("svg")->find_all("rect").size(), reports::kRatioBins);
   }
   // Worst cases: ">1" (NaN) ranks first.
   EXPECT_NE(all_text(root).find("Worst cases"), std::string::npos);
@@ -556,44 +558,44 @@ TEST(ReportsHtml, EmptyAndManyRecords) {
 // ---- helpers -----------------------------------------------------------------------------------
 
 TEST(ReportsUtil, RatioBins) {
-  EXPECT_EQ(report::ratio_bin(0), 0u);
-  EXPECT_EQ(report::ratio_bin(-1), 0u);
-  EXPECT_EQ(report::ratio_bin(1e-300), 1u);
-  EXPECT_EQ(report::ratio_bin(9.99e-5), 1u);
-  EXPECT_EQ(report::ratio_bin(1e-4), 2u);
-  EXPECT_EQ(report::ratio_bin(1e-3), 3u);
-  EXPECT_EQ(report::ratio_bin(1e-2), 4u);
-  EXPECT_EQ(report::ratio_bin(0.1), 5u);
-  EXPECT_EQ(report::ratio_bin(1.0), 5u);  // a ratio of 1 passes
-  EXPECT_EQ(report::ratio_bin(1.0000001), 6u);
-  EXPECT_EQ(report::ratio_bin(INFINITY), 6u);
-  EXPECT_EQ(report::ratio_bin(std::nan("")), 6u);
+  EXPECT_EQ(reports::ratio_bin(0), 0u);
+  EXPECT_EQ(reports::ratio_bin(-1), 0u);
+  EXPECT_EQ(reports::ratio_bin(1e-300), 1u);
+  EXPECT_EQ(reports::ratio_bin(9.99e-5), 1u);
+  EXPECT_EQ(reports::ratio_bin(1e-4), 2u);
+  EXPECT_EQ(reports::ratio_bin(1e-3), 3u);
+  EXPECT_EQ(reports::ratio_bin(1e-2), 4u);
+  EXPECT_EQ(reports::ratio_bin(0.1), 5u);
+  EXPECT_EQ(reports::ratio_bin(1.0), 5u);  // a ratio of 1 passes
+  EXPECT_EQ(reports::ratio_bin(1.0000001), 6u);
+  EXPECT_EQ(reports::ratio_bin(INFINITY), 6u);
+  EXPECT_EQ(reports::ratio_bin(std::nan("")), 6u);
 }
 
 TEST(ReportsUtil, Escaping) {
-  EXPECT_EQ(report::markup_escape("<a href='x'>&\"</a>"),
+  EXPECT_EQ(reports::markup_escape("<a href='x'>&\"</a>"),
             "&lt;a href=&#39;x&#39;&gt;&amp;&quot;&lt;/a&gt;");
-  EXPECT_EQ(report::markup_escape("a\tb\nc\rd", false), "a\tb\nc&#13;d");
-  EXPECT_EQ(report::markup_escape("a\tb\nc\rd", true), "a&#9;b&#10;c&#13;d");
-  EXPECT_EQ(report::markup_escape(std::string("x\0y\x1b\x7f", 5)),
+  EXPECT_EQ(reports::markup_escape("a\tb\nc\rd", false), "a\tb\nc&#13;d");
+  EXPECT_EQ(reports::markup_escape("a\tb\nc\rd", true), "a&#9;b&#10;c&#13;d");
+  EXPECT_EQ(reports::markup_escape(std::string("x\0y\x1b\x7f", 5)),
             "x\xEF\xBF\xBDy\xEF\xBF\xBD\xEF\xBF\xBD");
-  EXPECT_EQ(report::markup_escape("\xC2\x85 \xEF\xBF\xBF \xC3\xA9"),
+  EXPECT_EQ(reports::markup_escape("\xC2\x85 \xEF\xBF\xBF \xC3\xA9"),
             "\xEF\xBF\xBD \xEF\xBF\xBD \xC3\xA9");  // C1, U+FFFF, é kept
-  EXPECT_EQ(report::valid_utf8("\xED\xA0\x80"),
+  EXPECT_EQ(reports::valid_utf8("\xED\xA0\x80"),
             "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");                      // surrogate
-  EXPECT_EQ(report::valid_utf8("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong '/'
-  EXPECT_EQ(report::valid_utf8("\xF0\x9F\x9A\x80"), "\xF0\x9F\x9A\x80");
-  EXPECT_EQ(report::truncate_utf8("ab\xE4\xB8\xAD", 3), "ab...");
-  EXPECT_EQ(report::truncate_utf8("abc", 3), "abc");
-  EXPECT_EQ(report::first_line("one\r\ntwo"), "one");
-  EXPECT_EQ(report::format_seconds(-2), "0.000");
-  EXPECT_EQ(report::format_seconds(1234.5678), "1234.568");
-  EXPECT_EQ(report::format_number(-INFINITY), "-inf");
+  EXPECT_EQ(reports::valid_utf8("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong '/'
+  EXPECT_EQ(reports::valid_utf8("\xF0\x9F\x9A\x80"), "\xF0\x9F\x9A\x80");
+  EXPECT_EQ(reports::truncate_utf8("ab\xE4\xB8\xAD", 3), "ab...");
+  EXPECT_EQ(reports::truncate_utf8("abc", 3), "abc");
+  EXPECT_EQ(reports::first_line("one\r\ntwo"), "one");
+  EXPECT_EQ(reports::format_seconds(-2), "0.000");
+  EXPECT_EQ(reports::format_seconds(1234.5678), "1234.568");
+  EXPECT_EQ(reports::format_number(-INFINITY), "-inf");
 }
 
 TEST(ReportsUtil, FeatureColumnsPutDtypesFirst) {
   RunSummary run = testing::tricky_run();
-  auto cols = report::feature_columns(run);
+  auto cols = reports::feature_columns(run);
   ASSERT_GE(cols.size(), 5u);
   EXPECT_EQ(cols[0], "all");
   EXPECT_EQ(cols[1], "dtype=bf16");

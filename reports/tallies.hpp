@@ -1,0 +1,51 @@
+// The tallies every report shows: counts per backend, err/tol bins, worst cases and the
+// backend x feature matrix. Reports never judge: they only group and count what the judge
+// decided (the status vocabulary is conformance/status.hpp).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "conformance/run_record.hpp"
+
+namespace sdpa::reports {
+
+// Counts per backend, backends sorted by name.
+std::map<std::string, StatusCounts> counts_by_backend(const RunSummary& run);
+
+
+
+// Log-scale bins of worst_ratio: "0" (exact), "<1e-4", "1e-4..1e-3", "1e-3..1e-2",
+// "1e-2..0.1", "0.1..1" (1 included: a ratio of 1 passes) and ">1" (the bound is broken; NaN and
+// infinity land here too).
+inline constexpr std::size_t kRatioBins = 7;
+const std::array<const char*, kRatioBins>& ratio_bin_labels();
+std::size_t ratio_bin(double ratio);
+
+// Per backend (sorted by name): the number of has_ratio() records in each bin.
+std::map<std::string, std::array<std::int64_t, kRatioBins>> ratio_histograms(const RunSummary& run);
+
+// The `n` records with the highest worst_ratio among has_ratio() records with a ratio above 0
+// (NaN ranks first, then +inf), ties broken by backend then case ID.
+std::vector<const CaseRecord*> worst_cases(const RunSummary& run, std::size_t n);
+
+
+// One matrix cell: PASS and QUALITY_WARNING count as pass; FAIL, CRASH and TIMEOUT as fail;
+// INVALID and MISTRUSTED as other.
+struct FeatureCell {
+  std::int64_t pass = 0, fail = 0, not_supported = 0, other = 0;
+  std::int64_t total() const { return pass + fail + not_supported + other; }
+};
+
+// The feature column "all" (every record) first, then the dtype=... tags, then the rest, each
+// group sorted by name.
+std::vector<std::string> feature_columns(const RunSummary& run);
+
+// matrix[backend][feature], including the "all" column.
+std::map<std::string, std::map<std::string, FeatureCell>> feature_matrix(const RunSummary& run);
+
+}  // namespace sdpa::reports
