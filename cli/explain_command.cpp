@@ -18,7 +18,7 @@ namespace sdpa::cli {
 namespace {
 
 using nlohmann::json;
-namespace d = sdpa::dispatch;
+namespace d = sdpa::dispatcher;
 
 struct Options {
   std::string case_id;

@@ -4,7 +4,7 @@
 
 #include "core/device.hpp"
 
-namespace sdpa::dispatch {
+namespace sdpa::dispatcher {
 namespace {
 
 // The effective order of one decision.
@@ -231,4 +231,4 @@ Explanation explain(const Problem& p, const Device& device, const Policy& policy
   return e;
 }
 
-}  // namespace sdpa::dispatch
+}  // namespace sdpa::dispatcher

@@ -14,7 +14,7 @@
 #include "kernels/backend.hpp"
 #include "kernels/registry.hpp"
 
-namespace sdpa::dispatch {
+namespace sdpa::dispatcher {
 
 // One backend that declined, with every reason.
 struct Rejection {
@@ -94,4 +94,4 @@ struct Explanation {
 Explanation explain(const Problem& p, const Device& device, const Policy& policy = current_policy(),
                     const std::vector<const Backend*>& backends = builtin_backends());
 
-}  // namespace sdpa::dispatch
+}  // namespace sdpa::dispatcher

@@ -6,7 +6,7 @@
 #include <set>
 #include <stdexcept>
 
-namespace sdpa::dispatch {
+namespace sdpa::dispatcher {
 namespace {
 
 using reference::MhaMaskKind;
@@ -177,4 +177,4 @@ MhaPath pick_mha_path(const MhaCall& c, const Device& device, const Policy& poli
   return path;
 }
 
-}  // namespace sdpa::dispatch
+}  // namespace sdpa::dispatcher

@@ -12,7 +12,7 @@
 #include "dispatcher/dispatcher.hpp"
 #include "reference/mha_spec.hpp"
 
-namespace sdpa::dispatch {
+namespace sdpa::dispatcher {
 
 using reference::MhaCall;
 
@@ -49,4 +49,4 @@ MhaPath pick_mha_path(const MhaCall& call, const Device& device,
                       const Policy& policy = current_policy(),
                       const std::vector<const Backend*>& backends = builtin_backends());
 
-}  // namespace sdpa::dispatch
+}  // namespace sdpa::dispatcher

@@ -5,7 +5,7 @@
 #include <mutex>
 #include <stdexcept>
 
-namespace sdpa::dispatch {
+namespace sdpa::dispatcher {
 namespace {
 
 std::mutex g_mutex;
@@ -99,4 +99,4 @@ ScopedBackends::ScopedBackends(Policy policy) {
 
 ScopedBackends::~ScopedBackends() { t_scope = std::move(saved_); }
 
-}  // namespace sdpa::dispatch
+}  // namespace sdpa::dispatcher

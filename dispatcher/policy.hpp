@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace sdpa::dispatch {
+namespace sdpa::dispatcher {
 
 struct Policy {
   // nullopt: every registered backend is enabled; else exactly these (possibly none).
@@ -60,4 +60,4 @@ class ScopedBackends {
   std::optional<Policy> saved_;  // this thread's scope before this one (nullopt: none)
 };
 
-}  // namespace sdpa::dispatch
+}  // namespace sdpa::dispatcher

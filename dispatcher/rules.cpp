@@ -5,7 +5,7 @@
 #include <functional>
 
 
-namespace sdpa::dispatch {
+namespace sdpa::dispatcher {
 namespace {
 
 // Moves the backends matching `pick` to the front, keeping the relative order of both
@@ -87,4 +87,4 @@ std::vector<RuleFiring> apply_rules(const Problem& p, const Device& device,
   return fired;
 }
 
-}  // namespace sdpa::dispatch
+}  // namespace sdpa::dispatcher

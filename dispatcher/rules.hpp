@@ -11,7 +11,7 @@
 #include "core/problem.hpp"
 #include "kernels/backend.hpp"
 
-namespace sdpa::dispatch {
+namespace sdpa::dispatcher {
 
 // The rules read a backend's Capabilities::traits (kernels/backend.hpp), never its name.
 
@@ -36,4 +36,4 @@ inline constexpr std::int64_t kTinyMaxWork = 32768;   // B*Hq*L*S*(Dqk+Dv) <= th
 std::vector<RuleFiring> apply_rules(const Problem& p, const Device& device,
                                     std::vector<const Backend*>& order);
 
-}  // namespace sdpa::dispatch
+}  // namespace sdpa::dispatcher

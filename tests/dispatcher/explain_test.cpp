@@ -9,17 +9,17 @@
 namespace sdpa {
 namespace {
 
-using dispatch::Explanation;
-using dispatch::Outcome;
-using dispatch::Policy;
-using dispatch::Verdict;
+using dispatcher::Explanation;
+using dispatcher::Outcome;
+using dispatcher::Policy;
+using dispatcher::Verdict;
 
 Explanation explain(const std::string& id, const std::string& dev, const Policy& p = Policy{}) {
-  return dispatch::explain(testing::problem(id + ".seed1.gen=normal"), testing::device(dev), p,
+  return dispatcher::explain(testing::problem(id + ".seed1.gen=normal"), testing::device(dev), p,
                            testing::test_registry());
 }
 
-const dispatch::BackendVerdict& verdict(const Explanation& e, const std::string& name) {
+const dispatcher::BackendVerdict& verdict(const Explanation& e, const std::string& name) {
   for (const auto& b : e.backends) {
     if (b.name == name) return b;
   }
@@ -189,16 +189,16 @@ TEST(Explain, RejectedListsEveryReasonOfSupports) {
 }
 
 TEST(Explain, NamesOfVerdictsAndOutcomes) {
-  EXPECT_STREQ(dispatch::verdict_name(Verdict::chosen), "chosen");
-  EXPECT_STREQ(dispatch::verdict_name(Verdict::lower_priority), "lower_priority");
-  EXPECT_STREQ(dispatch::verdict_name(Verdict::not_preferred), "not_preferred");
-  EXPECT_STREQ(dispatch::verdict_name(Verdict::rejected), "rejected");
-  EXPECT_STREQ(dispatch::verdict_name(Verdict::disabled), "disabled");
-  EXPECT_STREQ(dispatch::outcome_name(Outcome::selected), "selected");
-  EXPECT_STREQ(dispatch::outcome_name(Outcome::no_backend_enabled), "no_backend_enabled");
-  EXPECT_STREQ(dispatch::outcome_name(Outcome::no_viable_backend), "no_viable_backend");
-  EXPECT_STREQ(dispatch::outcome_name(Outcome::invalid_problem), "invalid_problem");
-  EXPECT_EQ(dispatch::rule_names(),
+  EXPECT_STREQ(dispatcher::verdict_name(Verdict::chosen), "chosen");
+  EXPECT_STREQ(dispatcher::verdict_name(Verdict::lower_priority), "lower_priority");
+  EXPECT_STREQ(dispatcher::verdict_name(Verdict::not_preferred), "not_preferred");
+  EXPECT_STREQ(dispatcher::verdict_name(Verdict::rejected), "rejected");
+  EXPECT_STREQ(dispatcher::verdict_name(Verdict::disabled), "disabled");
+  EXPECT_STREQ(dispatcher::outcome_name(Outcome::selected), "selected");
+  EXPECT_STREQ(dispatcher::outcome_name(Outcome::no_backend_enabled), "no_backend_enabled");
+  EXPECT_STREQ(dispatcher::outcome_name(Outcome::no_viable_backend), "no_viable_backend");
+  EXPECT_STREQ(dispatcher::outcome_name(Outcome::invalid_problem), "invalid_problem");
+  EXPECT_EQ(dispatcher::rule_names(),
             (std::vector<std::string>{"cudnn_preferred", "decode_split_kv", "tiny_prefers_math"}));
   // The rules read traits, which the backends declare as data.
   EXPECT_TRUE(find_backend("cpu.mem_efficient")->capabilities().traits.split_kv);
@@ -221,7 +221,7 @@ TEST(Rules, PromoteByTraitsNotByName) {
   const auto plain = make("cpu.math", DeviceKind::cpu, [](Traits&) {});
   const auto mathy = make("vendor.reference_path", DeviceKind::cpu, [](Traits& t) { t.math = true; });
   std::vector<const Backend*> order = {&plain, &mathy};
-  auto fired = dispatch::apply_rules(testing::problem("b1.hq1.l4.s4.dqk8.f32.seed1"),
+  auto fired = dispatcher::apply_rules(testing::problem("b1.hq1.l4.s4.dqk8.f32.seed1"),
                                      testing::device("cpu-avx2"), order);
   ASSERT_EQ(fired.size(), 1u);
   EXPECT_EQ(fired[0].name, "tiny_prefers_math");
@@ -230,7 +230,7 @@ TEST(Rules, PromoteByTraitsNotByName) {
   const auto splitter =
       make("vendor.decode", DeviceKind::cpu, [](Traits& t) { t.split_kv = true; });
   order = {&plain, &splitter};
-  fired = dispatch::apply_rules(testing::problem("b1.hq1.l1.s4096.dqk64.f32.seed1"),
+  fired = dispatcher::apply_rules(testing::problem("b1.hq1.l1.s4096.dqk64.f32.seed1"),
                                 testing::device("cpu-avx2:cores=8"), order);
   ASSERT_FALSE(fired.empty());
   EXPECT_EQ(fired[0].name, "decode_split_kv");
@@ -239,7 +239,7 @@ TEST(Rules, PromoteByTraitsNotByName) {
   const auto graph = make("vendor.graph", DeviceKind::cuda, [](Traits& t) { t.cudnn = true; });
   const auto named = make("cuda.cudnn", DeviceKind::cuda, [](Traits&) {});
   order = {&named, &graph};
-  fired = dispatch::apply_rules(testing::problem("b4.hq8.l512.s512.dqk64.f16.seed1"),
+  fired = dispatcher::apply_rules(testing::problem("b4.hq8.l512.s512.dqk64.f16.seed1"),
                                 testing::device("sm90"), order);
   ASSERT_FALSE(fired.empty());
   EXPECT_EQ(fired[0].name, "cudnn_preferred");

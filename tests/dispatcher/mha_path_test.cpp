@@ -11,13 +11,13 @@
 namespace sdpa {
 namespace {
 
-using dispatch::MhaCall;
-using dispatch::MhaPath;
-using dispatch::MhaRoute;
+using dispatcher::MhaCall;
+using dispatcher::MhaPath;
+using dispatcher::MhaRoute;
 
 MhaPath pick(const std::string& spec, const std::string& dev) {
-  return dispatch::pick_mha_path(reference::parse_mha_spec_or_throw(spec), testing::device(dev),
-                                 dispatch::Policy{}, testing::test_registry());
+  return dispatcher::pick_mha_path(reference::parse_mha_spec_or_throw(spec), testing::device(dev),
+                                 dispatcher::Policy{}, testing::test_registry());
 }
 
 // The fast-path base: every condition holds.
@@ -79,7 +79,7 @@ TEST(MhaPath, InProjWeightNoneAndQkvSameEmbedDim) {
   c.mha.kdim = 32;
   c.mha.use_separate_proj_weight = true;
   c.self_attention = false;
-  const MhaPath p = dispatch::pick_mha_path(c, testing::device("sm80"), dispatch::Policy{},
+  const MhaPath p = dispatcher::pick_mha_path(c, testing::device("sm80"), dispatcher::Policy{},
                                             testing::test_registry());
   std::vector<std::string> failed;
   for (const auto& k : p.checks) {
@@ -165,13 +165,13 @@ TEST(MhaPath, FastPathMaterializes) {
   EXPECT_EQ(p.route, MhaRoute::fast_materialized);
   EXPECT_EQ(p.route_reason,
             "on a CPU, native multi-head attention computes bmm and a masked softmax itself");
-  dispatch::Policy none;
+  dispatcher::Policy none;
   none.enabled = std::vector<std::string>{"cuda.math"};
-  p = dispatch::pick_mha_path(reference::parse_mha_spec_or_throw(kFast), testing::device("sm80"),
+  p = dispatcher::pick_mha_path(reference::parse_mha_spec_or_throw(kFast), testing::device("sm80"),
                               none, testing::test_registry());
   EXPECT_EQ(p.route, MhaRoute::fast_materialized);
   none.enabled = std::vector<std::string>{"cuda.cudnn"};
-  p = dispatch::pick_mha_path(
+  p = dispatcher::pick_mha_path(
       reference::parse_mha_spec_or_throw("e64.h4.b2.l5.s5.f32.batch_first=1.need_weights=0"),
       testing::device("sm80"), none, testing::test_registry());
   EXPECT_EQ(p.route_reason,
@@ -232,18 +232,18 @@ TEST(MhaPath, NestedOutsideTheFastPathIsAnError) {
 }
 
 TEST(MhaPath, RouteNames) {
-  EXPECT_STREQ(dispatch::route_name(MhaRoute::fast_sdpa), "fast_sdpa");
-  EXPECT_STREQ(dispatch::route_name(MhaRoute::fast_materialized), "fast_materialized");
-  EXPECT_STREQ(dispatch::route_name(MhaRoute::slow_sdpa), "slow_sdpa");
-  EXPECT_STREQ(dispatch::route_name(MhaRoute::slow_materialized), "slow_materialized");
-  EXPECT_STREQ(dispatch::route_name(MhaRoute::error), "error");
+  EXPECT_STREQ(dispatcher::route_name(MhaRoute::fast_sdpa), "fast_sdpa");
+  EXPECT_STREQ(dispatcher::route_name(MhaRoute::fast_materialized), "fast_materialized");
+  EXPECT_STREQ(dispatcher::route_name(MhaRoute::slow_sdpa), "slow_sdpa");
+  EXPECT_STREQ(dispatcher::route_name(MhaRoute::slow_materialized), "slow_materialized");
+  EXPECT_STREQ(dispatcher::route_name(MhaRoute::error), "error");
 }
 
 TEST(MhaSpec, PickRejectsAnInconsistentCall) {
   MhaCall c = reference::parse_mha_spec_or_throw("e64.h4");
   c.mha.need_weights = false;  // but not marked as given
   try {
-    dispatch::pick_mha_path(c, testing::device("sm80"), dispatch::Policy{},
+    dispatcher::pick_mha_path(c, testing::device("sm80"), dispatcher::Policy{},
                             testing::test_registry());
     FAIL();
   } catch (const std::invalid_argument& e) {
@@ -295,7 +295,7 @@ RC_GTEST_PROP(MhaSpec, FormatThenParseIsTheIdentity, ()) {
   RC_ASSERT(back.nested == c.nested);
   // The picker answers for every such call on every simulated device.
   for (const auto& dev : simulated_device_names()) {
-    const MhaPath p = dispatch::pick_mha_path(back, testing::device(dev), dispatch::Policy{},
+    const MhaPath p = dispatcher::pick_mha_path(back, testing::device(dev), dispatcher::Policy{},
                                               testing::test_registry());
     RC_ASSERT(p.fast_path == p.why_not_fast_path.empty());
     RC_ASSERT(p.route != MhaRoute::fast_sdpa || p.fast_path);

@@ -12,9 +12,9 @@
 namespace sdpa {
 namespace {
 
-using dispatch::current_policy;
-using dispatch::Policy;
-using dispatch::ScopedBackends;
+using dispatcher::current_policy;
+using dispatcher::Policy;
+using dispatcher::ScopedBackends;
 
 bool same(const Policy& a, const Policy& b) {
   return a.enabled == b.enabled && a.priority == b.priority && a.heuristics == b.heuristics &&
@@ -25,26 +25,26 @@ bool same(const Policy& a, const Policy& b) {
 class PolicyTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    unsetenv(dispatch::kBackendsEnv);
-    dispatch::reload_default_policy();
+    unsetenv(dispatcher::kBackendsEnv);
+    dispatcher::reload_default_policy();
   }
   void TearDown() override {
-    unsetenv(dispatch::kBackendsEnv);
-    dispatch::reload_default_policy();
+    unsetenv(dispatcher::kBackendsEnv);
+    dispatcher::reload_default_policy();
   }
 };
 
 TEST_F(PolicyTest, EnvValues) {
-  EXPECT_TRUE(same(dispatch::policy_from_backends_env(""), Policy{}));
-  EXPECT_TRUE(same(dispatch::policy_from_backends_env("all"), Policy{}));
-  const Policy none = dispatch::policy_from_backends_env("none");
+  EXPECT_TRUE(same(dispatcher::policy_from_backends_env(""), Policy{}));
+  EXPECT_TRUE(same(dispatcher::policy_from_backends_env("all"), Policy{}));
+  const Policy none = dispatcher::policy_from_backends_env("none");
   ASSERT_TRUE(none.enabled);
   EXPECT_TRUE(none.enabled->empty());
-  const Policy two = dispatch::policy_from_backends_env(" cuda.math , cuda.flash,cuda.math ");
+  const Policy two = dispatcher::policy_from_backends_env(" cuda.math , cuda.flash,cuda.math ");
   EXPECT_EQ(two.enabled, (std::vector<std::string>{"cuda.math", "cuda.flash"}));
   EXPECT_EQ(two.priority, (std::vector<std::string>{"cuda.math", "cuda.flash"}));
   try {
-    dispatch::policy_from_backends_env("cuda.math,,cuda.flash");
+    dispatcher::policy_from_backends_env("cuda.math,,cuda.flash");
     FAIL();
   } catch (const std::invalid_argument& e) {
     EXPECT_STREQ(e.what(), "SDPA_CTS_BACKENDS: empty backend name in 'cuda.math,,cuda.flash'");
@@ -52,20 +52,20 @@ TEST_F(PolicyTest, EnvValues) {
 }
 
 TEST_F(PolicyTest, DefaultComesFromTheEnvironment) {
-  EXPECT_TRUE(same(dispatch::default_policy(), Policy{}));
-  setenv(dispatch::kBackendsEnv, "cuda.mem_efficient,cuda.math", 1);
-  EXPECT_TRUE(same(dispatch::default_policy(), Policy{})) << "read once, until reloaded";
-  dispatch::reload_default_policy();
+  EXPECT_TRUE(same(dispatcher::default_policy(), Policy{}));
+  setenv(dispatcher::kBackendsEnv, "cuda.mem_efficient,cuda.math", 1);
+  EXPECT_TRUE(same(dispatcher::default_policy(), Policy{})) << "read once, until reloaded";
+  dispatcher::reload_default_policy();
   EXPECT_EQ(current_policy().enabled,
             (std::vector<std::string>{"cuda.mem_efficient", "cuda.math"}));
   // CI: the override decides, with its order as the priority.
   const auto& reg = testing::test_registry();
-  EXPECT_EQ(dispatch::select(testing::problem("b1.hq2.l16.s16.dqk64.f16.seed1.gen=normal"),
+  EXPECT_EQ(dispatcher::select(testing::problem("b1.hq2.l16.s16.dqk64.f16.seed1.gen=normal"),
                              testing::device("sm80"), current_policy(), reg)
                 .name(),
             "cuda.mem_efficient");
-  setenv(dispatch::kBackendsEnv, "a,,b", 1);
-  dispatch::reload_default_policy();
+  setenv(dispatcher::kBackendsEnv, "a,,b", 1);
+  dispatcher::reload_default_policy();
   EXPECT_THROW(current_policy(), std::invalid_argument);
   EXPECT_THROW(current_policy(), std::invalid_argument) << "stays an error until fixed";
 }
@@ -74,7 +74,7 @@ TEST_F(PolicyTest, UnknownNamesFailWhenUsed) {
   Policy p;
   p.enabled = std::vector<std::string>{"cuda.flsh"};
   try {
-    dispatch::select(testing::problem("b1.hq2.l16.s16.dqk64.f16.seed1.gen=normal"),
+    dispatcher::select(testing::problem("b1.hq2.l16.s16.dqk64.f16.seed1.gen=normal"),
                      testing::device("sm80"), p, testing::test_registry());
     FAIL();
   } catch (const std::invalid_argument& e) {
@@ -85,7 +85,7 @@ TEST_F(PolicyTest, UnknownNamesFailWhenUsed) {
   }
   Policy q;
   q.priority = {"nope"};
-  EXPECT_THROW(dispatch::explain(testing::problem("b1.hq2.l16.s16.dqk64.f16.seed1.gen=normal"),
+  EXPECT_THROW(dispatcher::explain(testing::problem("b1.hq2.l16.s16.dqk64.f16.seed1.gen=normal"),
                                  testing::device("sm80"), q, testing::test_registry()),
                std::invalid_argument);
 }
@@ -93,7 +93,7 @@ TEST_F(PolicyTest, UnknownNamesFailWhenUsed) {
 TEST_F(PolicyTest, SetDefaultPolicyIsSeenWithoutAScope) {
   Policy p;
   p.heuristics = false;
-  dispatch::set_default_policy(p);
+  dispatcher::set_default_policy(p);
   EXPECT_FALSE(current_policy().heuristics);
   Policy seen_in_thread;
   std::thread([&] { seen_in_thread = current_policy(); }).join();
@@ -163,33 +163,33 @@ TEST_F(PolicyTest, SelectUsesTheCurrentScope) {
   const Problem p = testing::problem("b1.hq2.l16.s16.dqk64.f16.seed1.gen=normal");
   const Device d = testing::device("sm80");
   const auto& reg = testing::test_registry();
-  EXPECT_EQ(dispatch::select(p, d, current_policy(), reg).name(), "cuda.flash");
+  EXPECT_EQ(dispatcher::select(p, d, current_policy(), reg).name(), "cuda.flash");
   {
     ScopedBackends scope({"cuda.mem_efficient"});
-    EXPECT_EQ(dispatch::select(p, d, current_policy(), reg).name(), "cuda.mem_efficient");
+    EXPECT_EQ(dispatcher::select(p, d, current_policy(), reg).name(), "cuda.mem_efficient");
   }
-  EXPECT_EQ(dispatch::select(p, d, current_policy(), reg).name(), "cuda.flash");
+  EXPECT_EQ(dispatcher::select(p, d, current_policy(), reg).name(), "cuda.flash");
 }
 
 TEST_F(PolicyTest, NoBackendEnabledIsItsOwnError) {
   ScopedBackends scope(std::vector<std::string>{});
   try {
-    dispatch::select(testing::problem("b1.hq2.l16.s16.dqk64.f16.seed1.gen=normal"),
+    dispatcher::select(testing::problem("b1.hq2.l16.s16.dqk64.f16.seed1.gen=normal"),
                      testing::device("sm80"), current_policy(), testing::test_registry());
     FAIL();
-  } catch (const dispatch::NoViableBackendError&) {
+  } catch (const dispatcher::NoViableBackendError&) {
     FAIL() << "wrong error type";
-  } catch (const dispatch::NoBackendEnabledError& e) {
+  } catch (const dispatcher::NoBackendEnabledError& e) {
     EXPECT_STREQ(e.what(),
                  "no backend is enabled: the policy enables none of cpu.flash, "
                  "cpu.mem_efficient, cpu.math, cuda.flash, cuda.mem_efficient, cuda.math, "
                  "cuda.cudnn");
   }
   try {
-    dispatch::select(testing::problem("b1.hq2.l16.s16.dqk64.f16.seed1.gen=normal"),
+    dispatcher::select(testing::problem("b1.hq2.l16.s16.dqk64.f16.seed1.gen=normal"),
                      testing::device("sm80"), Policy{}, {});
     FAIL();
-  } catch (const dispatch::NoBackendEnabledError& e) {
+  } catch (const dispatcher::NoBackendEnabledError& e) {
     EXPECT_STREQ(e.what(), "no backend is enabled: no backend is registered");
   }
 }
@@ -197,10 +197,10 @@ TEST_F(PolicyTest, NoBackendEnabledIsItsOwnError) {
 TEST_F(PolicyTest, ForcingBackendsThatCannotRunListsEveryReason) {
   ScopedBackends scope({"cuda.flash", "cuda.cudnn"});
   try {
-    dispatch::select(testing::problem("b1.hq2.l3.s5.dqk64.f32.causal=tl.seed1.gen=normal"),
+    dispatcher::select(testing::problem("b1.hq2.l3.s5.dqk64.f32.causal=tl.seed1.gen=normal"),
                      testing::device("sm75"), current_policy(), testing::test_registry());
     FAIL();
-  } catch (const dispatch::NoViableBackendError& e) {
+  } catch (const dispatcher::NoViableBackendError& e) {
     EXPECT_EQ(std::string(e.what()),
               "no enabled backend can run this problem on sm75\n"
               "rejected backends:\n"
@@ -226,10 +226,10 @@ TEST_F(PolicyTest, RequireDeterminismDeclinesNonDeterministicBackends) {
   p.require_deterministic = true;
   p.enabled = std::vector<std::string>{"cuda.cudnn"};
   try {
-    dispatch::select(testing::problem("b1.hq2.l128.s128.dqk64.f16.seed1.gen=normal"),
+    dispatcher::select(testing::problem("b1.hq2.l128.s128.dqk64.f16.seed1.gen=normal"),
                      testing::device("sm90"), p, testing::test_registry());
     FAIL();
-  } catch (const dispatch::NoViableBackendError& e) {
+  } catch (const dispatcher::NoViableBackendError& e) {
     ASSERT_EQ(e.rejected().size(), 1u);
     EXPECT_EQ(e.rejected()[0].reasons,
               (std::vector<std::string>{
@@ -240,14 +240,14 @@ TEST_F(PolicyTest, RequireDeterminismDeclinesNonDeterministicBackends) {
 TEST_F(PolicyTest, InvalidProblems) {
   const Problem bad = testing::problem("b1.hq3.hkv2.l4.s4.dqk4.f32.seed1.gen=normal");
   try {
-    dispatch::select(bad, testing::device("sm80"), Policy{}, testing::test_registry());
+    dispatcher::select(bad, testing::device("sm80"), Policy{}, testing::test_registry());
     FAIL();
   } catch (const std::invalid_argument& e) {
     EXPECT_STREQ(e.what(), "invalid problem: hkv: hq (3) is not a multiple of hkv (2)");
   }
   const auto e =
-      dispatch::explain(bad, testing::device("sm80"), Policy{}, testing::test_registry());
-  EXPECT_EQ(e.outcome, dispatch::Outcome::invalid_problem);
+      dispatcher::explain(bad, testing::device("sm80"), Policy{}, testing::test_registry());
+  EXPECT_EQ(e.outcome, dispatcher::Outcome::invalid_problem);
   EXPECT_EQ(e.message, "invalid problem: hkv: hq (3) is not a multiple of hkv (2)");
 }
 

@@ -14,7 +14,7 @@
 namespace sdpa {
 namespace {
 
-using dispatch::Policy;
+using dispatcher::Policy;
 
 std::vector<std::string> registry_names(const std::vector<const Backend*>& reg) {
   std::vector<std::string> n;
@@ -112,10 +112,10 @@ bool eligible(const Backend& b, const Problem& p, const Device& d, const Policy&
 std::string decide(const Problem& p, const Device& d, const Policy& policy,
                    const std::vector<const Backend*>& reg) {
   try {
-    return std::string(dispatch::select(p, d, policy, reg).name());
-  } catch (const dispatch::NoBackendEnabledError&) {
+    return std::string(dispatcher::select(p, d, policy, reg).name());
+  } catch (const dispatcher::NoBackendEnabledError&) {
     return "error:disabled";
-  } catch (const dispatch::NoViableBackendError&) {
+  } catch (const dispatcher::NoViableBackendError&) {
     return "error:none";
   }
 }
@@ -125,13 +125,13 @@ void never_selects_an_unsupported_backend(const std::vector<const Backend*>& reg
   const Device d = gen_device();
   const Policy policy = gen_policy(reg);
   try {
-    const Backend& b = dispatch::select(p, d, policy, reg);
+    const Backend& b = dispatcher::select(p, d, policy, reg);
     RC_ASSERT(b.supports(p, d).ok());
     RC_ASSERT(enabled(policy, b.name()));
     RC_ASSERT(!policy.require_deterministic || b.capabilities().deterministic);
-  } catch (const dispatch::NoBackendEnabledError&) {
+  } catch (const dispatcher::NoBackendEnabledError&) {
     for (const Backend* b : reg) RC_ASSERT(!enabled(policy, b->name()));
-  } catch (const dispatch::NoViableBackendError& e) {
+  } catch (const dispatcher::NoViableBackendError& e) {
     std::size_t enabled_count = 0;
     for (const Backend* b : reg) {
       if (!enabled(policy, b->name())) continue;
@@ -142,7 +142,7 @@ void never_selects_an_unsupported_backend(const std::vector<const Backend*>& reg
     for (const auto& r : e.rejected()) {
       std::vector<std::string> want = by_name(reg, r.backend)->supports(p, d).reasons;
       if (policy.require_deterministic && !by_name(reg, r.backend)->capabilities().deterministic) {
-        want.push_back(dispatch::kNotDeterministic);
+        want.push_back(dispatcher::kNotDeterministic);
       }
       RC_ASSERT(r.reasons == want);  // with all its reasons
     }
@@ -164,15 +164,15 @@ RC_GTEST_PROP(DispatcherProperties, ForcingAnyEligibleBackendSelectsIt, ()) {
   for (const Backend* b : reg) {
     if (!b->supports(p, d).ok()) continue;
     {
-      dispatch::ScopedBackends only({std::string(b->name())});
-      RC_ASSERT(dispatch::select(p, d, dispatch::current_policy(), reg).name() == b->name());
+      dispatcher::ScopedBackends only({std::string(b->name())});
+      RC_ASSERT(dispatcher::select(p, d, dispatcher::current_policy(), reg).name() == b->name());
     }
     // First in an explicit priority with everything else enabled too.
     auto names = registry_names(reg);
     names.erase(std::find(names.begin(), names.end(), b->name()));
     names.insert(names.begin(), std::string(b->name()));
-    dispatch::ScopedBackends first(names, /*set_priority=*/true);
-    RC_ASSERT(dispatch::select(p, d, dispatch::current_policy(), reg).name() == b->name());
+    dispatcher::ScopedBackends first(names, /*set_priority=*/true);
+    RC_ASSERT(dispatcher::select(p, d, dispatcher::current_policy(), reg).name() == b->name());
   }
 }
 
@@ -200,7 +200,7 @@ RC_GTEST_PROP(DispatcherProperties, PriorityIsRespected, ()) {
   }
   if (!any_enabled) want = "error:disabled";
   RC_ASSERT(decide(p, d, policy, reg) == want);
-  RC_ASSERT(dispatch::explain(p, d, policy, reg).rules.empty());
+  RC_ASSERT(dispatcher::explain(p, d, policy, reg).rules.empty());
 
   // No priority, rules off: registry order.
   policy.priority.clear();
@@ -217,7 +217,7 @@ RC_GTEST_PROP(DispatcherProperties, PriorityIsRespected, ()) {
   // With the rules: the first eligible backend of explain()'s order, which holds exactly
   // the enabled backends, and only rules that fired reorder it.
   policy.heuristics = true;
-  const auto e = dispatch::explain(p, d, policy, reg);
+  const auto e = dispatcher::explain(p, d, policy, reg);
   std::vector<std::string> sorted_order = e.order, sorted_enabled;
   for (const auto& n : registry_names(reg)) {
     if (enabled(policy, n)) sorted_enabled.push_back(n);
@@ -251,30 +251,30 @@ bool same(const Policy& a, const Policy& b) {
 // or not, and checks that every level is restored on the way out.
 void nested_scopes(int depth, int throw_at, const std::vector<std::string>& names) {
   if (depth == 0) return;
-  const Policy outer = dispatch::current_policy();
+  const Policy outer = dispatcher::current_policy();
   const auto list = gen_subset(names);
   const bool prio = *rc::gen::arbitrary<bool>();
   try {
-    dispatch::ScopedBackends scope(list, prio);
-    RC_ASSERT(dispatch::current_policy().enabled == std::optional(list));
+    dispatcher::ScopedBackends scope(list, prio);
+    RC_ASSERT(dispatcher::current_policy().enabled == std::optional(list));
     if (prio) {
-      RC_ASSERT(std::equal(list.begin(), list.end(), dispatch::current_policy().priority.begin()));
+      RC_ASSERT(std::equal(list.begin(), list.end(), dispatcher::current_policy().priority.begin()));
     } else {
-      RC_ASSERT(dispatch::current_policy().priority == outer.priority);
+      RC_ASSERT(dispatcher::current_policy().priority == outer.priority);
     }
     if (depth == throw_at) throw std::runtime_error("unwind");
     nested_scopes(depth - 1, throw_at, names);
-    RC_ASSERT(dispatch::current_policy().enabled == std::optional(list));
+    RC_ASSERT(dispatcher::current_policy().enabled == std::optional(list));
   } catch (const std::runtime_error&) {
-    RC_ASSERT(same(dispatch::current_policy(), outer));
+    RC_ASSERT(same(dispatcher::current_policy(), outer));
     throw;
   }
-  RC_ASSERT(same(dispatch::current_policy(), outer));
+  RC_ASSERT(same(dispatcher::current_policy(), outer));
 }
 
 RC_GTEST_PROP(DispatcherProperties, ScopesRestoreState, ()) {
   const auto names = registry_names(testing::test_registry());
-  const Policy before = dispatch::current_policy();
+  const Policy before = dispatcher::current_policy();
   const int depth = *rc::gen::inRange(1, 6);
   const int throw_at = *rc::gen::inRange(0, depth + 1);  // 0: no exception
   try {
@@ -283,7 +283,7 @@ RC_GTEST_PROP(DispatcherProperties, ScopesRestoreState, ()) {
   } catch (const std::runtime_error&) {
     RC_ASSERT(throw_at != 0);
   }
-  RC_ASSERT(same(dispatch::current_policy(), before));
+  RC_ASSERT(same(dispatcher::current_policy(), before));
 }
 
 RC_GTEST_PROP(DispatcherProperties, ScopesRestoreStateOnEveryThread, ()) {
@@ -291,53 +291,53 @@ RC_GTEST_PROP(DispatcherProperties, ScopesRestoreStateOnEveryThread, ()) {
   const int threads = *rc::gen::inRange(2, 5);
   std::vector<std::vector<std::string>> lists;
   for (int t = 0; t < threads; ++t) lists.push_back(gen_subset(names));
-  const Policy before = dispatch::current_policy();
+  const Policy before = dispatcher::current_policy();
   {
-    dispatch::ScopedBackends mine({"cuda.math"});
+    dispatcher::ScopedBackends mine({"cuda.math"});
     std::vector<int> ok(static_cast<std::size_t>(threads), 0);
     std::vector<std::thread> pool;
     for (int t = 0; t < threads; ++t) {
       pool.emplace_back([&, t] {
-        bool good = !dispatch::current_policy().enabled;  // the main thread's scope is not here
+        bool good = !dispatcher::current_policy().enabled;  // the main thread's scope is not here
         for (int round = 0; round < 200 && good; ++round) {
-          dispatch::ScopedBackends outer(lists[static_cast<std::size_t>(t)]);
+          dispatcher::ScopedBackends outer(lists[static_cast<std::size_t>(t)]);
           {
-            dispatch::ScopedBackends inner({"cpu.math"}, true);
-            good &= dispatch::current_policy().enabled ==
+            dispatcher::ScopedBackends inner({"cpu.math"}, true);
+            good &= dispatcher::current_policy().enabled ==
                     std::optional(std::vector<std::string>{"cpu.math"});
           }
-          good &= dispatch::current_policy().enabled ==
+          good &= dispatcher::current_policy().enabled ==
                   std::optional(lists[static_cast<std::size_t>(t)]);
         }
-        good &= !dispatch::current_policy().enabled;
+        good &= !dispatcher::current_policy().enabled;
         ok[static_cast<std::size_t>(t)] = good;
       });
     }
     for (auto& th : pool) th.join();
     for (int v : ok) RC_ASSERT(v == 1);
-    RC_ASSERT(dispatch::current_policy().enabled ==
+    RC_ASSERT(dispatcher::current_policy().enabled ==
               std::optional(std::vector<std::string>{"cuda.math"}));
   }
-  RC_ASSERT(same(dispatch::current_policy(), before));
+  RC_ASSERT(same(dispatcher::current_policy(), before));
 }
 
 void explain_agrees_with_select(const std::vector<const Backend*>& reg) {
   const Problem p = gen_problem();
   const Device d = gen_device();
   const Policy policy = gen_policy(reg);
-  const auto e = dispatch::explain(p, d, policy, reg);
+  const auto e = dispatcher::explain(p, d, policy, reg);
   const std::string decision = decide(p, d, policy, reg);
   switch (e.outcome) {
-    case dispatch::Outcome::selected:
+    case dispatcher::Outcome::selected:
       RC_ASSERT(decision == e.chosen);
       break;
-    case dispatch::Outcome::no_viable_backend:
+    case dispatcher::Outcome::no_viable_backend:
       RC_ASSERT(decision == "error:none");
       break;
-    case dispatch::Outcome::no_backend_enabled:
+    case dispatcher::Outcome::no_backend_enabled:
       RC_ASSERT(decision == "error:disabled");
       break;
-    case dispatch::Outcome::invalid_problem:
+    case dispatcher::Outcome::invalid_problem:
       RC_FAIL("a valid problem was called invalid");
   }
   RC_ASSERT(e.backends.size() == reg.size());
@@ -348,28 +348,28 @@ void explain_agrees_with_select(const std::vector<const Backend*>& reg) {
     RC_ASSERT(v.name == b.name());
     RC_ASSERT(!v.reasons.empty());
     if (!enabled(policy, b.name())) {
-      RC_ASSERT(v.verdict == dispatch::Verdict::disabled);
+      RC_ASSERT(v.verdict == dispatcher::Verdict::disabled);
       RC_ASSERT(v.rank == -1);
       continue;
     }
     RC_ASSERT(v.rank >= 0);
     RC_ASSERT(e.order[static_cast<std::size_t>(v.rank)] == v.name);
     const bool ok = eligible(b, p, d, policy);
-    RC_ASSERT(ok == (v.verdict != dispatch::Verdict::rejected));
+    RC_ASSERT(ok == (v.verdict != dispatcher::Verdict::rejected));
     if (!ok) {
       std::vector<std::string> want = b.supports(p, d).reasons;
       if (policy.require_deterministic && !b.capabilities().deterministic) {
-        want.push_back(dispatch::kNotDeterministic);
+        want.push_back(dispatcher::kNotDeterministic);
       }
       RC_ASSERT(v.reasons == want);
     }
-    if (v.verdict == dispatch::Verdict::chosen) ++chosen;
+    if (v.verdict == dispatcher::Verdict::chosen) ++chosen;
   }
-  RC_ASSERT(chosen == (e.outcome == dispatch::Outcome::selected ? 1 : 0));
-  if (e.outcome == dispatch::Outcome::no_viable_backend) {
+  RC_ASSERT(chosen == (e.outcome == dispatcher::Outcome::selected ? 1 : 0));
+  if (e.outcome == dispatcher::Outcome::no_viable_backend) {
     try {
-      dispatch::select(p, d, policy, reg);
-    } catch (const dispatch::NoViableBackendError& err) {
+      dispatcher::select(p, d, policy, reg);
+    } catch (const dispatcher::NoViableBackendError& err) {
       RC_ASSERT(e.message == err.what());
     }
   }

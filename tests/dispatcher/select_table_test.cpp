@@ -10,7 +10,7 @@
 namespace sdpa {
 namespace {
 
-using dispatch::Policy;
+using dispatcher::Policy;
 
 struct Row {
   std::string case_id;  // without seed and generator
@@ -163,18 +163,18 @@ TEST_P(SelectTable, ChoosesTheExpectedBackend) {
   const auto& reg = testing::test_registry();
   std::string got;
   try {
-    got = std::string(dispatch::select(p, d, policy, reg).name());
-  } catch (const dispatch::NoBackendEnabledError&) {
+    got = std::string(dispatcher::select(p, d, policy, reg).name());
+  } catch (const dispatcher::NoBackendEnabledError&) {
     got = "error:disabled";
-  } catch (const dispatch::NoViableBackendError&) {
+  } catch (const dispatcher::NoViableBackendError&) {
     got = "error:none";
   }
   EXPECT_EQ(got, row.expect) << row.case_id << " on " << row.device << " policy '" << row.policy
                              << "'";
   // explain() reaches the same decision.
-  const auto e = dispatch::explain(p, d, policy, reg);
-  const std::string explained = e.outcome == dispatch::Outcome::selected ? e.chosen
-                                : e.outcome == dispatch::Outcome::no_backend_enabled
+  const auto e = dispatcher::explain(p, d, policy, reg);
+  const std::string explained = e.outcome == dispatcher::Outcome::selected ? e.chosen
+                                : e.outcome == dispatcher::Outcome::no_backend_enabled
                                     ? "error:disabled"
                                     : "error:none";
   EXPECT_EQ(explained, row.expect);

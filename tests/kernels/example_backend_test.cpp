@@ -21,9 +21,9 @@ TEST(ExampleBackend, RegisteredByItsFamilyAfterTheOthers) {
 }
 
 TEST(ExampleBackend, DispatcherPicksItWhenItIsTheOnlyOneEnabled) {
-  dispatch::Policy policy;
+  dispatcher::Policy policy;
   policy.enabled = std::vector<std::string>{"example.naive"};
-  const auto e = dispatch::explain(parse_case_id_or_throw("b1.hq2.l8.s8.dqk16.f32.seed1").problem,
+  const auto e = dispatcher::explain(parse_case_id_or_throw("b1.hq2.l8.s8.dqk16.f32.seed1").problem,
                                    detect_cpu(), policy, builtin_backends());
   EXPECT_EQ(e.chosen, "example.naive");
 }

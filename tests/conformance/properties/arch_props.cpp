@@ -69,7 +69,7 @@ TEST(ArchDispatch, WhatExplainSelectsPassesAndSupportedNeverDeclines) {
     const std::string dev_name = one_of(simulated_devices());
     const Device dev = *simulated_device(dev_name);
     const TargetRun opt{0, dev.kind == DeviceKind::cpu ? dev_name.substr(4) : ""};
-    dispatch::Policy policy;
+    dispatcher::Policy policy;
     policy.require_deterministic = in_range(0, 3) == 0;
     if (coin()) {
       std::vector<std::string> enabled;
@@ -78,20 +78,20 @@ TEST(ArchDispatch, WhatExplainSelectsPassesAndSupportedNeverDeclines) {
       }
       policy.enabled = enabled;
     }
-    const dispatch::Explanation e = dispatch::explain(c.problem, dev, policy);
+    const dispatcher::Explanation e = dispatcher::explain(c.problem, dev, policy);
     const std::string where = " on " + dev_name;
-    if (e.outcome == dispatch::Outcome::selected) {
+    if (e.outcome == dispatcher::Outcome::selected) {
       const Backend* chosen = find_backend(e.chosen);
       if (!chosen || chosen->capabilities().device != dev.kind) {
         fail("explain() chose '" + e.chosen + "', not a backend of the device's kind" + where +
              "\n  " + format_case_id(c));
       }
     }
-    for (const dispatch::BackendVerdict& v : e.backends) {
+    for (const dispatcher::BackendVerdict& v : e.backends) {
       const Backend* b = find_backend(v.name);
       if (!b || b->capabilities().device != DeviceKind::cpu) continue;
       bool declined = false;
-      if (v.verdict == dispatch::Verdict::rejected) {
+      if (v.verdict == dispatcher::Verdict::rejected) {
         // Rejected by supports() (not only by the policy's determinism requirement): the
         // conformance engine must see the same decline.
         const Support s = b->supports(c.problem, dev);
@@ -103,11 +103,11 @@ TEST(ArchDispatch, WhatExplainSelectsPassesAndSupportedNeverDeclines) {
         }
         continue;
       }
-      if (v.verdict == dispatch::Verdict::disabled) continue;
+      if (v.verdict == dispatcher::Verdict::disabled) continue;
       // chosen, lower_priority or not_preferred: supports() said yes.
       const std::string why = judge(*b, c, opt, dev, &declined);
       if (declined || !why.empty()) {
-        fail(v.name + " (" + dispatch::verdict_name(v.verdict) + where + ") said yes and then: " +
+        fail(v.name + " (" + dispatcher::verdict_name(v.verdict) + where + ") said yes and then: " +
              (declined ? "declined. " : "") + why + "\n  " + repro(*b, c, opt));
       }
     }
