@@ -27,6 +27,8 @@
 #include "kernels/registry.hpp"
 
 namespace sdpa::cli {
+
+using namespace sdpa::conformance;
 namespace {
 
 struct Options {

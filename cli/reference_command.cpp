@@ -15,6 +15,8 @@
 #include "reference/sdpa_reference.hpp"
 
 namespace sdpa::cli {
+
+using namespace sdpa::conformance;
 namespace {
 
 constexpr const char* kExampleCase =

@@ -21,6 +21,9 @@
 #include "reports/reports.hpp"
 
 namespace sdpa::cli {
+
+using namespace sdpa::conformance;
+using namespace sdpa::reports;
 namespace {
 
 struct Options {
@@ -200,7 +203,7 @@ int run(const Options& opt) {
             << (summary.seconds > 0 ? double(summary.records.size()) / summary.seconds : 0.0)
             << " results/s)\n";
   if (!opt.no_report) {
-    write_reports(summary, opt.report_dir);
+    reports::write_reports(summary, opt.report_dir);
     std::cout << "report: " << opt.report_dir << "/report.html\n";
   }
   return counts.failures() > 0 ? 1 : 0;

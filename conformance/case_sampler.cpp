@@ -6,7 +6,7 @@
 
 #include "core/philox.hpp"
 
-namespace sdpa {
+namespace sdpa::conformance {
 namespace {
 
 // Tables the choices index (entry 0 is "off" / the default and never used).
@@ -386,4 +386,4 @@ Case sample_case(std::uint64_t seed, const SamplerOptions& options) {
   return build_case(draw_choices(seed, options), options);
 }
 
-}  // namespace sdpa
+}  // namespace sdpa::conformance

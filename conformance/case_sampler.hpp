@@ -19,7 +19,7 @@
 
 #include "core/case_id.hpp"
 
-namespace sdpa {
+namespace sdpa::conformance {
 
 // Real-model shape presets (SamplerOptions::model_shapes), scaled down to the work budget:
 // the head dimensions are kept as long as the budget allows, heads and lengths shrink first.
@@ -138,4 +138,4 @@ Case sample_case(std::uint64_t seed, const SamplerOptions& options = {});
 // Work of a problem as the budget counts it: B*Hq*L*S*max(Dqk, Dv) (saturating).
 std::int64_t problem_work(const Problem& p);
 
-}  // namespace sdpa
+}  // namespace sdpa::conformance

@@ -2,7 +2,7 @@
 
 #include "conformance/data_gen.hpp"
 
-namespace sdpa {
+namespace sdpa::conformance {
 
 CaseOutcome check_case(const Backend& backend, const Case& c, const Device& device,
                        const RunOptions& options, const ToleranceTable& table) {
@@ -12,4 +12,4 @@ CaseOutcome check_case(const Backend& backend, const Case& c, const Device& devi
   return judge(backend, c.problem, in, device, options, nullptr, table);
 }
 
-}  // namespace sdpa
+}  // namespace sdpa::conformance

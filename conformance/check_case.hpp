@@ -5,10 +5,10 @@
 #include "conformance/judge.hpp"
 #include "core/case_id.hpp"
 
-namespace sdpa {
+namespace sdpa::conformance {
 
 // Generates the inputs of `c`, runs `backend` on `device` with guarded buffers, and judges.
 CaseOutcome check_case(const Backend& backend, const Case& c, const Device& device,
                        const RunOptions& options = {}, const ToleranceTable& table = {});
 
-}  // namespace sdpa
+}  // namespace sdpa::conformance

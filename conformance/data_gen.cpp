@@ -9,7 +9,7 @@
 #include "core/philox.hpp"
 #include "reference/head_inputs.hpp"
 
-namespace sdpa {
+namespace sdpa::conformance {
 namespace {
 
 enum class TensorId : std::uint32_t { q = 0, k = 1, v = 2, mask = 3 };
@@ -354,4 +354,4 @@ InputBuffers make_inputs(const Case& c) {
   return in;
 }
 
-}  // namespace sdpa
+}  // namespace sdpa::conformance

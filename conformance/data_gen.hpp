@@ -17,7 +17,7 @@
 #include "core/case_buffers.hpp"
 #include "reference/sdpa_reference.hpp"
 
-namespace sdpa {
+namespace sdpa::conformance {
 
 // Names of the data generators this build knows, e.g. "normal".
 const std::vector<std::string>& data_generator_names();
@@ -26,4 +26,4 @@ const std::vector<std::string>& data_generator_names();
 // invalid problem or an unknown generator.
 InputBuffers make_inputs(const Case& c);
 
-}  // namespace sdpa
+}  // namespace sdpa::conformance

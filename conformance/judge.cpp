@@ -10,7 +10,7 @@
 #include "conformance/naive_baseline.hpp"
 #include "reference/sdpa_reference.hpp"
 
-namespace sdpa {
+namespace sdpa::conformance {
 namespace {
 
 // Largest B*H*L*S*(Dqk+Dv) for which the naive baseline of the second gate is computed.
@@ -282,4 +282,4 @@ CaseOutcome judge(const Backend& backend, const Problem& p, InputBuffers& in, co
   return out;
 }
 
-}  // namespace sdpa
+}  // namespace sdpa::conformance

@@ -15,7 +15,7 @@
 #include "core/case_buffers.hpp"
 #include "kernels/backend.hpp"
 
-namespace sdpa {
+namespace sdpa::conformance {
 
 struct CaseOutcome {
   Status status = Status::pass;  // the verdict
@@ -55,4 +55,4 @@ CaseOutcome judge(const Backend& backend, const Problem& p, InputBuffers& in, co
                   const RunOptions& options, const ExpectedValues* expected = nullptr,
                   const ToleranceTable& table = {});
 
-}  // namespace sdpa
+}  // namespace sdpa::conformance

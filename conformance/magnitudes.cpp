@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-namespace sdpa {
+namespace sdpa::conformance {
 
 double output_magnitude(const reference::Result& r, std::size_t x, std::size_t row,
                         double expected) {
@@ -58,4 +58,4 @@ std::vector<double> weight_magnitudes(const Problem& p, const InputPointers& in,
   return m;
 }
 
-}  // namespace sdpa
+}  // namespace sdpa::conformance

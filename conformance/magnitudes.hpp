@@ -17,7 +17,7 @@
 #include "core/problem.hpp"
 #include "reference/sdpa_reference.hpp"
 
-namespace sdpa {
+namespace sdpa::conformance {
 
 // M of output element x (logical [B, Hq, L, Dv] index) of row `row`, given its expected value.
 double output_magnitude(const reference::Result& r, std::size_t x, std::size_t row,
@@ -32,4 +32,4 @@ std::vector<double> weight_magnitudes(const Problem& p, const InputPointers& in,
                                       const reference::Result& r,
                                       const std::vector<double>& expected);
 
-}  // namespace sdpa
+}  // namespace sdpa::conformance

@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace sdpa {
+namespace sdpa::conformance {
 namespace {
 
 // A separate host allocation standing in for a device: nothing a backend writes through
@@ -48,4 +48,4 @@ void* Mirror::data() const { return device_ + host_.data_offset(); }
 
 void Mirror::copy_back() { memory_.to_host(host_.region(), device_, host_.region_size()); }
 
-}  // namespace sdpa
+}  // namespace sdpa::conformance

@@ -11,7 +11,7 @@
 #include "core/guarded_buffer.hpp"
 #include "kernels/backend.hpp"
 
-namespace sdpa {
+namespace sdpa::conformance {
 
 // Raw memory of one space.
 class DeviceMemory {
@@ -45,4 +45,4 @@ class Mirror {
   unsigned char* device_ = nullptr;
 };
 
-}  // namespace sdpa
+}  // namespace sdpa::conformance

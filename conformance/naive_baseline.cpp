@@ -5,7 +5,7 @@
 
 #include "core/philox.hpp"
 
-namespace sdpa {
+namespace sdpa::conformance {
 namespace {
 
 // Rounds x to the contract's type as a value held in T.
@@ -144,4 +144,4 @@ std::vector<double> naive_low_precision(const Problem& p, const reference::Input
   return naive<float>(p, in, c, order);
 }
 
-}  // namespace sdpa
+}  // namespace sdpa::conformance

@@ -9,7 +9,7 @@
 #include "kernels/backend.hpp"
 #include "reference/sdpa_reference.hpp"
 
-namespace sdpa {
+namespace sdpa::conformance {
 
 // O of the naive algorithm as logical [B, Hq, L, Dv] doubles (values of the output type).
 // "The same low precision" is the problem's, not the backend's declared contract (a backend
@@ -23,4 +23,4 @@ enum class SumOrder { forward, reverse };
 std::vector<double> naive_low_precision(const Problem& p, const reference::Inputs& in,
                                         SumOrder order = SumOrder::forward);
 
-}  // namespace sdpa
+}  // namespace sdpa::conformance

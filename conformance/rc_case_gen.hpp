@@ -23,6 +23,7 @@ namespace sdpa {
 // How RapidCheck prints a case (found by argument-dependent lookup): its canonical ID.
 inline void showValue(const Case& c, std::ostream& os) { os << format_case_id(c); }
 
+namespace conformance {
 namespace rc_detail {
 
 // true with probability percent / 100; shrinks to false.
@@ -108,4 +109,5 @@ inline rc::Gen<Case> gen_case(const SamplerOptions& options = {}) {
                       [options](const CaseChoices& c) { return build_case(c, options); });
 }
 
+}  // namespace conformance
 }  // namespace sdpa

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
-namespace sdpa {
+namespace sdpa::conformance {
 namespace {
 
 nlohmann::ordered_json number(double x) {
@@ -75,4 +75,4 @@ std::string record_json_line(const CaseRecord& r) {
   return record_to_json(r).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
-}  // namespace sdpa
+}  // namespace sdpa::conformance

@@ -8,7 +8,7 @@
 
 #include "conformance/run_record.hpp"
 
-namespace sdpa {
+namespace sdpa::conformance {
 
 // One record as a JSON object, keys in a fixed order (docs/REPORTS.md "results.jsonl").
 nlohmann::ordered_json record_to_json(const CaseRecord& r);
@@ -19,4 +19,4 @@ CaseRecord record_from_json(const nlohmann::json& j);
 // record_to_json as one line (no newline); invalid UTF-8 becomes U+FFFD.
 std::string record_json_line(const CaseRecord& r);
 
-}  // namespace sdpa
+}  // namespace sdpa::conformance

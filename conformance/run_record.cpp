@@ -1,6 +1,6 @@
 #include "conformance/run_record.hpp"
 
-namespace sdpa {
+namespace sdpa::conformance {
 
 StatusCounts count_statuses(const RunSummary& run) {
   StatusCounts c;
@@ -33,4 +33,4 @@ std::vector<std::string> case_features(const Problem& p) {
   return f;
 }
 
-}  // namespace sdpa
+}  // namespace sdpa::conformance

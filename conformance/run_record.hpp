@@ -10,7 +10,7 @@
 #include "conformance/judge.hpp"
 #include "conformance/status.hpp"
 
-namespace sdpa {
+namespace sdpa::conformance {
 
 // One (case, backend) verdict.
 struct CaseRecord {
@@ -48,4 +48,4 @@ StatusCounts count_statuses(const RunSummary& run);
 // Feature tags of a problem, used for the backend x feature matrix of the reports.
 std::vector<std::string> case_features(const Problem& p);
 
-}  // namespace sdpa
+}  // namespace sdpa::conformance

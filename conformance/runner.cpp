@@ -18,7 +18,7 @@
 #include "golden/verify.hpp"
 #include "kernels/registry.hpp"
 
-namespace sdpa {
+namespace sdpa::conformance {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -276,4 +276,4 @@ std::vector<CaseRecord> run_jobs(const std::vector<Job>& jobs, const RunnerOptio
   return records;
 }
 
-}  // namespace sdpa
+}  // namespace sdpa::conformance

@@ -12,7 +12,7 @@
 #include "core/device.hpp"
 #include "kernels/backend.hpp"
 
-namespace sdpa {
+namespace sdpa::conformance {
 
 // One unit of work: a parsed case on one backend on one resolved device.
 struct Job {
@@ -51,4 +51,4 @@ CaseRecord run_job(const Job& job,
 // of the runner live in their own binary for this reason.
 std::vector<CaseRecord> run_jobs(const std::vector<Job>& jobs, const RunnerOptions& options);
 
-}  // namespace sdpa
+}  // namespace sdpa::conformance

@@ -1,6 +1,6 @@
 #include "conformance/status.hpp"
 
-namespace sdpa {
+namespace sdpa::conformance {
 
 const char* status_name(Status s) {
   switch (s) {
@@ -82,4 +82,4 @@ std::string summary_line(const StatusCounts& counts) {
   return line;
 }
 
-}  // namespace sdpa
+}  // namespace sdpa::conformance

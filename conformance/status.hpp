@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-namespace sdpa {
+namespace sdpa::conformance {
 
 enum class Status {
   pass,            // within the per-element bound and the quality gate
@@ -53,4 +53,4 @@ struct StatusCounts {
 // mistrusted: N crash: N timeout: N quality_warning: N".
 std::string summary_line(const StatusCounts& counts);
 
-}  // namespace sdpa
+}  // namespace sdpa::conformance

@@ -8,7 +8,7 @@
 
 #include "core/case_id.hpp"
 
-namespace sdpa {
+namespace sdpa::conformance {
 namespace {
 
 namespace fs = std::filesystem;
@@ -138,4 +138,4 @@ TierEntries load_tier(const std::string& name_or_path, const std::string& tiers_
 std::string default_tiers_dir() { return std::string(SDPA_CTS_SOURCE_DIR) + "/conformance/tiers"; }
 std::string default_source_dir() { return SDPA_CTS_SOURCE_DIR; }
 
-}  // namespace sdpa
+}  // namespace sdpa::conformance

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace sdpa {
+namespace sdpa::conformance {
 
 struct TierEntries {
   std::vector<std::string> case_ids;         // expanded, in file order, duplicates removed
@@ -38,4 +38,4 @@ TierEntries load_tier(const std::string& name_or_path, const std::string& tiers_
 std::string default_tiers_dir();
 std::string default_source_dir();
 
-}  // namespace sdpa
+}  // namespace sdpa::conformance

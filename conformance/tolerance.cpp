@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-namespace sdpa {
+namespace sdpa::conformance {
 namespace {
 
 double subnormal_spacing(DType t) {
@@ -63,4 +63,4 @@ double lse_tolerance(const ToleranceFactors& f, const reference::Result& r, std:
          f.k_e * f.u_acc * r.lse_mag_g[x];
 }
 
-}  // namespace sdpa
+}  // namespace sdpa::conformance

@@ -24,7 +24,7 @@
 #include "kernels/backend.hpp"
 #include "reference/sdpa_reference.hpp"
 
-namespace sdpa {
+namespace sdpa::conformance {
 
 struct ToleranceTable {
   std::string version = "2026-12-3";  // bump when any factor changes
@@ -48,4 +48,4 @@ double output_tolerance(const ToleranceFactors& f, const reference::Result& r, s
                         std::int64_t d, std::int64_t dv);
 double lse_tolerance(const ToleranceFactors& f, const reference::Result& r, std::int64_t row);
 
-}  // namespace sdpa
+}  // namespace sdpa::conformance

@@ -8,6 +8,13 @@
 #include "core/guarded_buffer.hpp"
 
 namespace sdpa::golden {
+
+using conformance::capture_unit;
+using conformance::ExpectedValues;
+using conformance::lse_magnitude;
+using conformance::output_magnitude;
+using conformance::weight_magnitudes;
+
 namespace {
 
 constexpr double kU = 0x1p-53;        // unit roundoff of f64

@@ -26,6 +26,9 @@
 
 namespace sdpa::golden {
 
+using conformance::CaseOutcome;
+using conformance::ToleranceTable;
+
 struct Agreement {
   double o = 0, lse = 0, weights = 0;             // worst c over O, LSE and the weights
   std::string o_where, lse_where, weights_where;  // the element of each worst c

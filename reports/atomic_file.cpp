@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <stdexcept>
 
-namespace sdpa {
+namespace sdpa::reports {
 
 namespace {
 
@@ -76,4 +76,4 @@ void write_file_atomically(const std::string& path, std::string_view content) {
   sync_directory(dir);
 }
 
-}  // namespace sdpa
+}  // namespace sdpa::reports

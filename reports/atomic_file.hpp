@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-namespace sdpa {
+namespace sdpa::reports {
 
 // Writes `content` to a new temporary file in the directory of `path` (named
 // ".<file name>.tmp-<pid>-<n>"), flushes it to disk (fsync), renames it over `path` and syncs the
@@ -13,4 +13,4 @@ namespace sdpa {
 // while writing can leave the hidden temporary file behind, never a partial `path`.
 void write_file_atomically(const std::string& path, std::string_view content);
 
-}  // namespace sdpa
+}  // namespace sdpa::reports

@@ -13,7 +13,7 @@
 #include "reports/text.hpp"
 #include "reports/reports.hpp"
 
-namespace sdpa {
+namespace sdpa::reports {
 
 namespace {
 
@@ -377,4 +377,4 @@ std::string render_html(const RunSummary& run) {
   return o;
 }
 
-}  // namespace sdpa
+}  // namespace sdpa::reports

@@ -2,7 +2,7 @@
 #include "conformance/record_json.hpp"
 #include "reports/reports.hpp"
 
-namespace sdpa {
+namespace sdpa::reports {
 
 std::string jsonl_line(const CaseRecord& r) { return record_json_line(r); }
 
@@ -15,4 +15,4 @@ std::string render_jsonl(const RunSummary& run) {
   return out;
 }
 
-}  // namespace sdpa
+}  // namespace sdpa::reports

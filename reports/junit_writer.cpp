@@ -11,7 +11,7 @@
 #include "reports/text.hpp"
 #include "reports/reports.hpp"
 
-namespace sdpa {
+namespace sdpa::reports {
 
 namespace {
 
@@ -134,4 +134,4 @@ std::string render_junit_xml(const RunSummary& run) {
   return x;
 }
 
-}  // namespace sdpa
+}  // namespace sdpa::reports

@@ -7,7 +7,7 @@
 #include "reports/text.hpp"
 #include "reports/reports.hpp"
 
-namespace sdpa {
+namespace sdpa::reports {
 
 namespace {
 
@@ -140,4 +140,4 @@ std::string render_markdown(const RunSummary& run, const MarkdownLimits& limits)
   return md;
 }
 
-}  // namespace sdpa
+}  // namespace sdpa::reports

@@ -10,7 +10,10 @@
 
 #include "conformance/run_record.hpp"
 
-namespace sdpa {
+namespace sdpa::reports {
+
+// Reports are written in the conformance vocabulary (records, statuses, tallies).
+using namespace sdpa::conformance;
 
 // The file names write_reports writes, in the order it writes them.
 inline constexpr std::array<const char*, 5> kReportFiles = {
@@ -48,4 +51,4 @@ std::string render_html(const RunSummary& run);
 // already written stay complete, the others keep their previous content.
 void write_reports(const RunSummary& run, const std::string& dir);
 
-}  // namespace sdpa
+}  // namespace sdpa::reports

@@ -7,7 +7,7 @@
 #include "reports/text.hpp"
 #include "reports/reports.hpp"
 
-namespace sdpa {
+namespace sdpa::reports {
 
 namespace {
 
@@ -96,4 +96,4 @@ std::string render_summary_json(const RunSummary& run) {
   return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
-}  // namespace sdpa
+}  // namespace sdpa::reports

@@ -14,6 +14,9 @@
 
 namespace sdpa::reports {
 
+// Reports are written in the conformance vocabulary (records, statuses, tallies).
+using namespace sdpa::conformance;
+
 // Counts per backend, backends sorted by name.
 std::map<std::string, StatusCounts> counts_by_backend(const RunSummary& run);
 

@@ -8,7 +8,7 @@
 #include "reports/atomic_file.hpp"
 #include "reports/reports.hpp"
 
-namespace sdpa {
+namespace sdpa::reports {
 
 void write_reports(const RunSummary& run, const std::string& dir) {
   namespace fs = std::filesystem;
@@ -29,4 +29,4 @@ void write_reports(const RunSummary& run, const std::string& dir) {
   }
 }
 
-}  // namespace sdpa
+}  // namespace sdpa::reports

@@ -11,6 +11,8 @@
 #include "conformance/data_gen.hpp"
 
 namespace sdpa {
+
+using namespace sdpa::conformance;
 namespace {
 
 bool known_generator(const std::string& g) {

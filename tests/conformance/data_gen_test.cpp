@@ -11,6 +11,8 @@
 #include "reference/sdpa_reference.hpp"
 
 namespace sdpa {
+
+using namespace sdpa::conformance;
 namespace {
 
 std::vector<unsigned char> bytes_of(const GuardedBuffer& b) {

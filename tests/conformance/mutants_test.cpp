@@ -18,6 +18,8 @@
 #include "tests/conformance/mutants/mutant_backend.hpp"
 
 namespace sdpa::testing {
+
+using namespace sdpa::conformance;
 namespace {
 
 std::string tier_under_test() {

@@ -8,6 +8,8 @@
 #include "core/case_id.hpp"
 
 namespace sdpa {
+
+using namespace sdpa::conformance;
 namespace {
 
 // Both summation orders compute the naive algorithm: close to the reference, and not the

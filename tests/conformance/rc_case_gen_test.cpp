@@ -10,6 +10,8 @@
 #include "conformance/data_gen.hpp"
 
 namespace sdpa {
+
+using namespace sdpa::conformance;
 namespace {
 
 RC_GTEST_PROP(RcCaseGen, EveryGeneratedCaseIsValidAndWithinTheBudget, ()) {

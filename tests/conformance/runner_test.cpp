@@ -7,6 +7,8 @@
 #include "fake_backends.hpp"
 
 namespace sdpa {
+
+using namespace sdpa::conformance;
 namespace {
 
 using testing::FakeBackend;

@@ -6,6 +6,8 @@
 #include <fstream>
 
 namespace sdpa {
+
+using namespace sdpa::conformance;
 namespace {
 
 namespace fs = std::filesystem;

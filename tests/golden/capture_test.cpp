@@ -15,6 +15,8 @@
 #include "tests/golden/capture_writer.hpp"
 
 namespace sdpa::golden {
+
+using namespace sdpa::conformance;
 namespace {
 
 namespace fs = std::filesystem;

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 namespace sdpa::golden::testing {
+
 namespace {
 
 void check(herr_t r, const char* what) {

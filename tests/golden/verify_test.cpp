@@ -12,6 +12,8 @@
 #include "kernels/backend.hpp"
 
 namespace sdpa::golden {
+
+using namespace sdpa::conformance;
 namespace {
 
 // The largest c (in f64 ulps of the error magnitude) a reference result may show. Both the

@@ -20,6 +20,8 @@
 #include "reference/sdpa_reference.hpp"
 
 namespace sdpa {
+
+using namespace sdpa::conformance;
 namespace {
 
 const Device& cpu() {

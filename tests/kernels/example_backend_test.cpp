@@ -11,6 +11,8 @@
 #include "kernels/registry.hpp"
 
 namespace sdpa {
+
+using namespace sdpa::conformance;
 namespace {
 
 TEST(ExampleBackend, RegisteredByItsFamilyAfterTheOthers) {

@@ -29,6 +29,8 @@
 #include "reference/sdpa_reference.hpp"
 
 namespace sdpa {
+
+using namespace sdpa::conformance;
 namespace {
 
 const Backend& flash() { return cpu::flash_backend(); }

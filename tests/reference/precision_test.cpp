@@ -23,6 +23,8 @@
 #include "tests/reference/test_util.hpp"
 
 namespace sdpa::test {
+
+using namespace sdpa::conformance;
 namespace {
 
 constexpr double kBound = 8.0;  // allowed err / (u * magnitude)

@@ -16,6 +16,8 @@
 #include "tests/reference/test_util.hpp"
 
 namespace sdpa::test {
+
+using namespace sdpa::conformance;
 namespace {
 
 // The message of the std::invalid_argument that fn throws, or "" (and a failure) when it

@@ -17,6 +17,9 @@
 #include "tests/reports/sample_run.hpp"
 
 namespace sdpa {
+
+using namespace sdpa::conformance;
+using namespace sdpa::reports;
 namespace {
 
 namespace fs = std::filesystem;

@@ -15,9 +15,9 @@ int main(int argc, char** argv) {
   }
   try {
     std::filesystem::path dir = argv[1];
-    sdpa::write_reports(sdpa::testing::tricky_run(), (dir / "tricky").string());
-    sdpa::write_reports(sdpa::testing::realistic_run(3000), (dir / "realistic").string());
-    sdpa::write_reports(sdpa::RunSummary{}, (dir / "empty").string());
+    sdpa::reports::write_reports(sdpa::testing::tricky_run(), (dir / "tricky").string());
+    sdpa::reports::write_reports(sdpa::testing::realistic_run(3000), (dir / "realistic").string());
+    sdpa::reports::write_reports(sdpa::conformance::RunSummary{}, (dir / "empty").string());
   } catch (const std::exception& e) {
     std::cerr << "reports_sample: " << e.what() << "\n";
     return 1;

@@ -16,6 +16,9 @@
 #include "tests/reports/xml_check.hpp"
 
 namespace sdpa {
+
+using namespace sdpa::conformance;
+using namespace sdpa::reports;
 namespace {
 
 using nlohmann::json;

@@ -9,6 +9,8 @@
 
 namespace sdpa::testing {
 
+using namespace sdpa::conformance;
+
 namespace {
 
 CaseRecord record(std::string backend, std::string case_id, Status status, std::string message,

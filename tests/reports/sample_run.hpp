@@ -8,6 +8,8 @@
 
 namespace sdpa::testing {
 
+using namespace sdpa::conformance;
+
 // Every status at least once, with messages full of characters that need escaping (< > & quotes,
 // newlines, CR, tabs, control characters, backticks, CDATA and comment terminators, non-ASCII),
 // odd backend names and feature tags, and non-finite numbers. Known worst_ratio order:

@@ -14,6 +14,8 @@
 #include "tests/conformance/mutants/mutant_backend.hpp"
 
 namespace sdpa::testing {
+
+using namespace sdpa::conformance;
 namespace {
 
 // A status that does not kill: the backend passed or declined, or the case cannot

@@ -12,6 +12,8 @@
 
 namespace sdpa::testing {
 
+using namespace sdpa::conformance;
+
 // One case of a tier, generated or golden, with the family its tier file gives it.
 struct TierCase {
   std::string id;           // canonical case ID

@@ -8,6 +8,8 @@
 #include "tests/conformance/properties/prop_util.hpp"
 
 namespace sdpa::props {
+
+using namespace sdpa::conformance;
 namespace {
 
 class Alignment : public testing::TestWithParam<Combo> {

@@ -13,6 +13,8 @@
 #include "tests/conformance/properties/prop_util.hpp"
 
 namespace sdpa::props {
+
+using namespace sdpa::conformance;
 namespace {
 
 // Anything the CPU kernels may meet: every dtype, masks, causal, windows, lengths, GQA,

@@ -9,6 +9,8 @@
 #include "core/guarded_buffer.hpp"
 
 namespace sdpa::props {
+
+using namespace sdpa::conformance;
 namespace {
 
 std::int64_t offset_of(const StridedView& v, std::int64_t a, std::int64_t b, std::int64_t c,

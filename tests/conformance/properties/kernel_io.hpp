@@ -15,6 +15,8 @@
 
 namespace sdpa::props {
 
+using namespace sdpa::conformance;
+
 using test_support::TargetRun;
 
 // Inputs as logical arrays of doubles (exact copies of the elements): q [B, Hq, L, Dqk],

@@ -9,6 +9,8 @@
 #include "tests/conformance/properties/prop_util.hpp"
 
 namespace sdpa::props {
+
+using namespace sdpa::conformance;
 namespace {
 
 class Masks : public testing::TestWithParam<Combo> {

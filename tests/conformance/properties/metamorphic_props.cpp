@@ -12,6 +12,8 @@
 #include "tests/conformance/properties/prop_util.hpp"
 
 namespace sdpa::props {
+
+using namespace sdpa::conformance;
 namespace {
 
 class Metamorphic : public testing::TestWithParam<Combo> {

@@ -11,6 +11,8 @@
 #include "tests/conformance/properties/prop_util.hpp"
 
 namespace sdpa::props {
+
+using namespace sdpa::conformance;
 namespace {
 
 class Parallel : public testing::TestWithParam<Combo> {

@@ -14,6 +14,8 @@
 #endif
 
 namespace sdpa::props {
+
+using namespace sdpa::conformance;
 namespace {
 
 // The message of the last failing run of the property being checked: after shrinking, the

@@ -18,6 +18,8 @@
 
 namespace sdpa::props {
 
+using namespace sdpa::conformance;
+
 using test_support::TargetRun;
 
 // This machine's CPU, detected once.

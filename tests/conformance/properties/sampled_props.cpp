@@ -7,6 +7,8 @@
 #include "tests/conformance/properties/prop_util.hpp"
 
 namespace sdpa::props {
+
+using namespace sdpa::conformance;
 namespace {
 
 class Sampled : public testing::TestWithParam<Combo> {

@@ -7,6 +7,8 @@
 #include "tests/conformance/properties/prop_util.hpp"
 
 namespace sdpa::props {
+
+using namespace sdpa::conformance;
 namespace {
 
 class TileEdges : public testing::TestWithParam<Combo> {
