@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "core/spec_fields.hpp"
+
 namespace sdpa {
 namespace {
 
@@ -100,18 +102,6 @@ double parse_real(const std::string& field, std::string_view s) {
   return v;
 }
 
-std::vector<std::string_view> split(std::string_view s, char sep) {
-  std::vector<std::string_view> out;
-  std::size_t start = 0;
-  for (std::size_t i = 0; i <= s.size(); ++i) {
-    if (i == s.size() || s[i] == sep) {
-      out.push_back(s.substr(start, i - start));
-      start = i + 1;
-    }
-  }
-  return out;
-}
-
 Align parse_align(const std::string& field, std::string_view s) {
   if (s == "tl") return Align::top_left;
   if (s == "br") return Align::bottom_right;
@@ -161,19 +151,7 @@ Case parse(std::string_view id) {
   bool have_dtype = false;
 
   for (const std::string& tok : tokenize(id)) {
-    std::string key, value;
-    if (auto eq = tok.find('='); eq != std::string::npos) {
-      key = tok.substr(0, eq);
-      value = tok.substr(eq + 1);
-    } else if (parse_dtype(tok)) {
-      key = "dtype";
-      value = tok;
-    } else {
-      std::size_t n = 0;
-      while (n < tok.size() && tok[n] >= 'a' && tok[n] <= 'z') ++n;
-      key = tok.substr(0, n);
-      value = tok.substr(n);
-    }
+    auto [key, value] = split_spec_field(tok);
     // Also for "=x": an empty name would give an error that names no field.
     if (key.empty()) fail(tok, "not a field (fields start with a lower-case name)");
     if (!seen.insert(key).second) fail(key, "given twice");
@@ -317,19 +295,24 @@ std::string format_case_id(const Case& c) {
     if (!s.empty()) s += '.';
     s += t;
   };
-  add("b" + std::to_string(p.batch));
-  add("hq" + std::to_string(p.heads_q));
-  add("hkv" + std::to_string(p.heads_kv));
-  add("l" + std::to_string(p.len_q));
-  add("s" + std::to_string(p.len_kv));
-  add("dqk" + std::to_string(p.head_dim_qk));
-  add("dv" + std::to_string(p.head_dim_v));
+  // name + value without operator+ (GCC 12 reports a false -Wrestrict on "x" + string).
+  auto field = [&](const char* name, const std::string& value) {
+    if (!s.empty()) s += '.';
+    s.append(name).append(value);
+  };
+  field("b", std::to_string(p.batch));
+  field("hq", std::to_string(p.heads_q));
+  field("hkv", std::to_string(p.heads_kv));
+  field("l", std::to_string(p.len_q));
+  field("s", std::to_string(p.len_kv));
+  field("dqk", std::to_string(p.head_dim_qk));
+  field("dv", std::to_string(p.head_dim_v));
   add(std::string(dtype_name(p.dtype)));
   if (p.causal != Causal::none) {
     add(std::string("causal=") + (p.causal == Causal::top_left ? "tl" : "br"));
   }
   if (p.window.enabled) {
-    add("win=" + std::to_string(p.window.left) + "_" + std::to_string(p.window.right) + "_" +
+    field("win=", std::to_string(p.window.left) + "_" + std::to_string(p.window.right) + "_" +
         align_name(p.window.align));
   }
   if (p.mask != MaskKind::none) add(p.mask == MaskKind::boolean ? "mask=bool" : "mask=add");
@@ -339,34 +322,34 @@ std::string format_case_id(const Case& c) {
     for (int k = 0; k < 4; ++k) {
       if (p.mask_broadcast & (1u << k)) dims += names[k];
     }
-    add("mbc=" + dims);
+    field("mbc=", dims);
   }
-  if (!p.seqlens_q.empty()) add("qlen=" + join_ints(p.seqlens_q));
-  if (!p.seqlens_kv.empty()) add("kvlen=" + join_ints(p.seqlens_kv));
+  if (!p.seqlens_q.empty()) field("qlen=", join_ints(p.seqlens_q));
+  if (!p.seqlens_kv.empty()) field("kvlen=", join_ints(p.seqlens_kv));
   if (p.packed) add("packed");
-  if (p.softcap != 0) add("softcap=" + fmt_double(p.softcap));
-  if (p.scale) add("scale=" + fmt_double(*p.scale));
-  if (p.dropout_p != 0) add("p" + fmt_double(p.dropout_p));
-  if (p.dropout_seed != 0) add("dseed" + std::to_string(p.dropout_seed));
-  if (p.dropout_offset != 0) add("doff" + std::to_string(p.dropout_offset));
+  if (p.softcap != 0) field("softcap=", fmt_double(p.softcap));
+  if (p.scale) field("scale=", fmt_double(*p.scale));
+  if (p.dropout_p != 0) field("p", fmt_double(p.dropout_p));
+  if (p.dropout_seed != 0) field("dseed", std::to_string(p.dropout_seed));
+  if (p.dropout_offset != 0) field("doff", std::to_string(p.dropout_offset));
   std::int64_t gap = 0;
   if (matches_named(p, LayoutKind::bhsd, &gap)) {
-    if (gap) add("gap=" + std::to_string(gap));
-    if (p.q.base_offset) add("off=" + std::to_string(p.q.base_offset));
+    if (gap) field("gap=", std::to_string(gap));
+    if (p.q.base_offset) field("off=", std::to_string(p.q.base_offset));
   } else if (matches_named(p, LayoutKind::bshd, &gap)) {
     add("lay=bshd");
-    if (gap) add("gap=" + std::to_string(gap));
-    if (p.q.base_offset) add("off=" + std::to_string(p.q.base_offset));
+    if (gap) field("gap=", std::to_string(gap));
+    if (p.q.base_offset) field("off=", std::to_string(p.q.base_offset));
   } else {
-    add("qst=" + explicit_layout(p.q));
-    add("kst=" + explicit_layout(p.k));
-    add("vst=" + explicit_layout(p.v));
-    add("ost=" + explicit_layout(p.o));
+    field("qst=", explicit_layout(p.q));
+    field("kst=", explicit_layout(p.k));
+    field("vst=", explicit_layout(p.v));
+    field("ost=", explicit_layout(p.o));
   }
   if (p.want_lse) add("lse");
   if (p.want_weights) add("attnw");
-  add("seed" + std::to_string(c.data.seed));
-  add("gen=" + c.data.generator);
+  field("seed", std::to_string(c.data.seed));
+  field("gen=", c.data.generator);
   return s;
 }
 

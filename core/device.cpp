@@ -5,23 +5,13 @@
 #include <charconv>
 #include <stdexcept>
 
+#include "core/spec_fields.hpp"
+
 namespace sdpa {
 namespace {
 
 constexpr IsaTarget kAllTargets[] = {IsaTarget::scalar, IsaTarget::avx2, IsaTarget::avx512,
                                      IsaTarget::avx512bf16};
-
-std::vector<std::string_view> split(std::string_view s, char sep) {
-  std::vector<std::string_view> out;
-  std::size_t start = 0;
-  for (std::size_t i = 0; i <= s.size(); ++i) {
-    if (i == s.size() || s[i] == sep) {
-      out.push_back(s.substr(start, i - start));
-      start = i + 1;
-    }
-  }
-  return out;
-}
 
 std::optional<int> to_int(std::string_view s) {
   int v = 0;

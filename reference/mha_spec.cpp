@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "core/spec_fields.hpp"
+
 namespace sdpa::reference {
 namespace {
 
@@ -105,19 +107,8 @@ MhaCall parse_spec(std::string_view spec) {
   std::optional<bool> self;
   bool wdtype_given = false;
   for (const auto& tok : tokens) {
-    std::string key, value;
-    const auto eq = tok.find('=');
-    if (eq != std::string::npos) {
-      key = tok.substr(0, eq);
-      value = tok.substr(eq + 1);
-    } else if (parse_dtype(tok)) {
-      key = "dtype";
-      value = tok;
-    } else {
-      std::size_t n = 0;
-      while (n < tok.size() && tok[n] >= 'a' && tok[n] <= 'z') ++n;
-      key = tok.substr(0, n);
-      value = tok.substr(n);
+    auto [key, value] = split_spec_field(tok);
+    if (tok.find('=') == std::string::npos && !parse_dtype(tok)) {
       if (key != "e" && key != "h" && key != "b" && key != "l" && key != "s") {
         fail(key.empty() ? tok : key,
              "unknown field '" + tok + "' (sizes are e, h, b, l, s; other fields are key=value)");
