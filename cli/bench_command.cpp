@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/plugin_options.hpp"
 #include "conformance/data_gen.hpp"
 #include "core/case_id.hpp"
 #include "core/device.hpp"
@@ -39,6 +40,7 @@ struct Options {
   int warmup = 1;
   std::string simd;
   std::string device = "cpu";
+  std::vector<std::string> plugins;  // --plugin files
 };
 
 double forward_flops(const Problem& p) {
@@ -72,6 +74,7 @@ int fail(const std::string& message) {
 }
 
 int run(const Options& opt) {
+  load_plugins_here(opt.plugins);  // after a probe in a child process each
   const Backend* backend = find_backend(opt.backend);
   if (!backend) {
     return fail("unknown backend '" + opt.backend + "' (known: " + backend_registry().names() +
@@ -171,6 +174,7 @@ std::function<int()> add_bench_command(CLI::App& app) {
   cmd->add_option("--device", opt->device,
                   "cpu (detected) or a simulated CPU this one can run, with :key=value overrides")
       ->capture_default_str();
+  add_plugin_option(cmd, &opt->plugins);
   return [opt] { return run(*opt); };
 }
 

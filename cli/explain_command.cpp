@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "cli/plugin_options.hpp"
 #include "core/case_id.hpp"
 #include "core/device.hpp"
 #include "dispatcher/dispatcher.hpp"
@@ -29,6 +30,7 @@ struct Options {
   bool no_rules = false;
   bool deterministic = false;
   bool json = false;
+  std::vector<std::string> plugins;  // --plugin files
 };
 
 std::string join(const std::vector<std::string>& v, const char* sep) {
@@ -240,6 +242,7 @@ int run_mha(const Options& o, const Device& dev, const d::Policy& policy) {
 }
 
 int run(const Options& o) {
+  load_plugins_here(o.plugins);  // after a probe in a child process each
   if (o.case_id.empty() == o.mha.empty()) {
     std::cerr << "sdpa-cts: explain needs exactly one of --case and --mha\n";
     return 2;
@@ -281,6 +284,7 @@ std::function<int()> add_explain_command(CLI::App& app) {
   cmd->add_flag("--deterministic", opt->deterministic,
                 "Only backends that declare a deterministic forward pass");
   cmd->add_flag("--json", opt->json, "Print one JSON object");
+  add_plugin_option(cmd, &opt->plugins);
   return [opt] { return run(*opt); };
 }
 

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "cli/plugin_options.hpp"
 #include "core/device.hpp"
 #include "golden/golden_file.hpp"
 #include "golden/verify.hpp"
@@ -30,6 +31,7 @@ struct Options {
   bool quiet = false;             // print failures and the summary only
   int threads = 0;
   std::string device = "cpu";  // for --backend
+  std::vector<std::string> plugins;  // --plugin files
 };
 
 struct Tally {
@@ -45,6 +47,7 @@ std::string fixed(double x) {
 }
 
 int run(const Options& opt) {
+  load_plugins_here(opt.plugins);  // after a probe in a child process each
   reference::Precision precision;
   if (opt.precision == "f64") {
     precision = reference::Precision::f64;
@@ -205,6 +208,7 @@ std::function<int()> add_golden_command(CLI::App& app) {
   verify->add_flag("--quiet", opt->quiet, "Print only failures and the summary");
   verify->add_option("--threads", opt->threads, "OpenMP threads (0 = default)")
       ->check(CLI::NonNegativeNumber);
+  add_plugin_option(verify, &opt->plugins);
   return [opt] { return run(*opt); };
 }
 

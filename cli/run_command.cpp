@@ -7,10 +7,12 @@
 #include <chrono>
 #include <ctime>
 #include <iostream>
+#include <map>
 #include <regex>
 #include <set>
 
 #include "cli/commands.hpp"
+#include "cli/plugin_options.hpp"
 #include "conformance/case_sampler.hpp"
 #include "conformance/runner.hpp"
 #include "conformance/tier.hpp"
@@ -43,6 +45,7 @@ struct Options {
   bool no_report = false;
   double timeout = 300;
   bool no_isolate = false;
+  std::vector<std::string> plugins;
 };
 
 std::string now_iso8601() {
@@ -77,14 +80,31 @@ std::uint64_t sample_seed(std::uint64_t run_seed, std::uint64_t i) {
 
 int run(const Options& opt) {
   const Device device = runnable_device(parse_device_or_throw(opt.device));
-  // Backends: the named ones, or every built-in backend that runs on this kind of device.
+  // Plugins: probed here in a child process each; their code runs only in the workers,
+  // which load them before their first job (docs/PLUGINS.md).
+  const std::vector<plugins::ProbedPlugin> probed = probe_plugins(opt.plugins);
+  std::map<std::string, std::string> plugin_of;  // backend name -> plugin file
+  for (const auto& p : probed)
+    for (const auto& b : p.backends) plugin_of[b.name] = p.path;
+  // Backends: the named ones, or every backend (built in or from a plugin) that runs on
+  // this kind of device.
   std::vector<std::string> backends = opt.backends;
   if (backends.empty()) {
     for (const Backend* b : builtin_backends()) {
       if (b->capabilities().device == device.kind) backends.emplace_back(b->name());
     }
+    for (const auto& p : probed)
+      for (const auto& b : p.backends)
+        if (b.device == device.kind) backends.push_back(b.name);
   }
-  for (const auto& b : backends) find_backend_or_throw(b);
+  for (const auto& b : backends) {
+    if (plugin_of.count(b)) continue;
+    if (!find_backend(b)) {
+      std::string known = backend_registry().names();
+      for (const auto& [name, path] : plugin_of) known += ", " + name;
+      throw std::invalid_argument("unknown backend '" + b + "' (known: " + known + ")");
+    }
+  }
   // Devices per backend: the device as given (its best ISA target, or the one it names),
   // a target chosen by --simd, or with --simd all one device per target it has (only for
   // backends with per-target code paths; the others run once).
@@ -101,7 +121,8 @@ int run(const Options& opt) {
     throw std::invalid_argument(std::string("--simd: ") + e.what());
   }
   auto devices_for = [&](const std::string& backend) {
-    if (!all_targets.empty() && find_backend(backend)->capabilities().traits.isa_targets) {
+    const Backend* builtin = find_backend(backend);  // plugin backends have one code path
+    if (!all_targets.empty() && builtin && builtin->capabilities().traits.isa_targets) {
       return all_targets;
     }
     return std::vector<Device>{chosen};
@@ -162,7 +183,10 @@ int run(const Options& opt) {
   std::vector<Job> jobs;
   for (const auto& [id, file] : cases)
     for (const auto& b : backends)
-      for (const Device& d : devices_for(b)) jobs.push_back(make_job(id, file, b, d, opt.threads));
+      for (const Device& d : devices_for(b)) {
+        jobs.push_back(make_job(id, file, b, d, opt.threads));
+        if (auto it = plugin_of.find(b); it != plugin_of.end()) jobs.back().plugin = it->second;
+      }
   if (jobs.empty())
     throw std::invalid_argument("no case selected (check --tier, --case and --filter)");
 
@@ -171,6 +195,9 @@ int run(const Options& opt) {
   ro.jobs = opt.jobs;
   ro.timeout_seconds = opt.timeout;
   ro.isolate = !opt.no_isolate;
+  ro.worker_init = [&probed] {
+    for (const auto& p : probed) plugins::load_plugin(p.path);
+  };
   StatusCounts live;
   ro.progress = [&](std::size_t done, std::size_t total, const CaseRecord& r) {
     live.add(r.status);
@@ -247,6 +274,7 @@ std::function<int()> add_run_command(CLI::App& app) {
   cmd->add_option("--timeout", opt->timeout, "Per-case timeout in seconds")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--no-isolate", opt->no_isolate, "Run cases in this process (for a debugger)");
+  add_plugin_option(cmd, &opt->plugins);
   return [opt] { return run(*opt); };
 }
 

@@ -52,15 +52,36 @@ CaseRecord base_record(const Job& job) {
   return r;
 }
 
+// Runs options.worker_init; "" on success, else the error every job then reports.
+std::string initialise_worker(const RunnerOptions& options) {
+  if (!options.worker_init) return "";
+  try {
+    options.worker_init();
+    return "";
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+CaseRecord failed_init(const Job& job, const std::string& why) {
+  CaseRecord r = base_record(job);
+  r.status = Status::fail;
+  r.message = "error: the worker could not be set up: " + why;
+  return r;
+}
+
 // A worker process: reads job indices (one per line) from `in_fd`, writes one JSON record
 // per line to `out_fd`, exits at end of input.
 [[noreturn]] void worker_main(const std::vector<Job>& jobs, const RunnerOptions& options, int in_fd,
                               int out_fd) {
   FILE* in = fdopen(in_fd, "r");
+  const std::string init_error = initialise_worker(options);
   char line[64];
   while (in && std::fgets(line, sizeof line, in)) {
     const std::size_t index = std::strtoull(line, nullptr, 10);
-    std::string out = record_json_line(run_job(jobs.at(index), options.lookup)) + "\n";
+    CaseRecord r = init_error.empty() ? run_job(jobs.at(index), options.lookup)
+                                      : failed_init(jobs.at(index), init_error);
+    std::string out = record_json_line(r) + "\n";
     const char* p = out.data();
     std::size_t left = out.size();
     while (left > 0) {
@@ -141,6 +162,7 @@ Job make_job(const std::string& id, std::string golden_file, std::string backend
 
 std::string repro_command(const Job& job) {
   std::string cmd = "sdpa-cts run --backend " + job.backend + " --case " + shell_quote(job.case_id);
+  if (!job.plugin.empty()) cmd += " --plugin " + shell_quote(job.plugin);
   if (!job.golden_file.empty()) cmd += " --golden " + shell_quote(job.golden_file);
   if (const std::string isa = isa_of(job); !isa.empty()) cmd += " --simd " + isa;
   if (job.threads > 0) cmd += " --threads " + std::to_string(job.threads);
@@ -193,8 +215,10 @@ std::vector<CaseRecord> run_jobs(const std::vector<Job>& jobs, const RunnerOptio
     if (options.progress) options.progress(done, jobs.size(), records[index]);
   };
   if (!options.isolate) {
+    const std::string init_error = initialise_worker(options);
     for (std::size_t i = 0; i < jobs.size(); ++i) {
-      report(i, run_job(jobs[i], options.lookup));
+      report(i, init_error.empty() ? run_job(jobs[i], options.lookup)
+                                   : failed_init(jobs[i], init_error));
     }
     return records;
   }

@@ -22,6 +22,7 @@ struct Job {
   std::string backend;      // backend name
   Device device;            // the device it runs on, resolved (for a CPU: its ISA target)
   int threads = 0;          // OpenMP threads for the backend (0 = default)
+  std::string plugin;       // the plugin file providing the backend ("" = built in)
 };
 
 // A job for case `id` (parsed here; throws std::invalid_argument for a bad ID).
@@ -35,6 +36,10 @@ struct RunnerOptions {
   std::function<void(std::size_t done, std::size_t total, const CaseRecord&)> progress;
   // Finds a backend by name; default: the built-in registry (tests add their own backends).
   std::function<const Backend*(std::string_view)> lookup;
+  // Runs once in each worker process before its first job (isolated runs), or once before
+  // the first job in this process: where plugins are loaded, so plugin code runs only in
+  // workers. An exception makes every job of that worker a FAIL naming it.
+  std::function<void()> worker_init;
 };
 
 // The paste-able command reproducing one job.

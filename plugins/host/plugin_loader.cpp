@@ -1,0 +1,211 @@
+#include "plugins/host/plugin_loader.hpp"
+
+#include <dlfcn.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+
+#include "plugins/host/plugin_backend.hpp"
+
+namespace sdpa::plugins {
+namespace {
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw std::invalid_argument("plugin '" + path + "': " + what);
+}
+
+// dlopen + the entry symbol + the ABI checks; the returned description lives as long as the
+// process (plugins are never unloaded).
+const sdpa_cts_plugin& open_plugin(const std::string& path) {
+  if (access(path.c_str(), R_OK) != 0) fail(path, std::string("cannot read the file: ") + std::strerror(errno));
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) fail(path, std::string("cannot load it: ") + dlerror());
+  auto entry = reinterpret_cast<sdpa_cts_plugin_entry_fn>(
+      dlsym(handle, SDPA_CTS_PLUGIN_ENTRY_SYMBOL));
+  if (!entry) fail(path, "no symbol " SDPA_CTS_PLUGIN_ENTRY_SYMBOL " (is it an sdpa-cts plugin?)");
+  const sdpa_cts_plugin* pl = entry(SDPA_CTS_PLUGIN_ABI_MAJOR, SDPA_CTS_PLUGIN_ABI_MINOR);
+  if (!pl) fail(path, SDPA_CTS_PLUGIN_ENTRY_SYMBOL " returned NULL for this host (ABI " +
+                          std::to_string(SDPA_CTS_PLUGIN_ABI_MAJOR) + "." +
+                          std::to_string(SDPA_CTS_PLUGIN_ABI_MINOR) + ")");
+  if (pl->abi_major != SDPA_CTS_PLUGIN_ABI_MAJOR) {
+    fail(path, "plugin ABI " + std::to_string(pl->abi_major) + "." + std::to_string(pl->abi_minor) +
+                   " is not compatible with this host's ABI " +
+                   std::to_string(SDPA_CTS_PLUGIN_ABI_MAJOR) + "." +
+                   std::to_string(SDPA_CTS_PLUGIN_ABI_MINOR) + " (the major versions differ)");
+  }
+  // A plugin of this major may be built against any minor: its structs are at least as
+  // large as this major's first version, never smaller.
+  const std::pair<const char*, std::pair<uint32_t, std::size_t>> sizes[] = {
+      {"sdpa_cts_problem", {pl->sizeof_problem, sizeof(sdpa_cts_problem)}},
+      {"sdpa_cts_device", {pl->sizeof_device, sizeof(sdpa_cts_device)}},
+      {"sdpa_cts_capabilities", {pl->sizeof_capabilities, sizeof(sdpa_cts_capabilities)}},
+      {"sdpa_cts_precision", {pl->sizeof_precision, sizeof(sdpa_cts_precision)}},
+      {"sdpa_cts_buffers", {pl->sizeof_buffers, sizeof(sdpa_cts_buffers)}},
+      {"sdpa_cts_backend", {pl->sizeof_backend, sizeof(sdpa_cts_backend)}}};
+  for (const auto& [name, size] : sizes) {
+    if (size.first < size.second) {
+      fail(path, std::string("sizeof(") + name + ") is " + std::to_string(size.first) +
+                     " in the plugin, " + std::to_string(size.second) +
+                     " in this host: built against a different header?");
+    }
+  }
+  if (pl->backend_count == 0 || !pl->backends) fail(path, "it describes no backend");
+  for (uint32_t i = 0; i < pl->backend_count; ++i) {
+    // Backends are laid out with the plugin's own struct size.
+    const auto& b = *reinterpret_cast<const sdpa_cts_backend*>(
+        reinterpret_cast<const char*>(pl->backends) + std::size_t(i) * pl->sizeof_backend);
+    if (auto why = check_description(b); !why.empty()) fail(path, why);
+  }
+  return *pl;
+}
+
+const sdpa_cts_backend& backend_at(const sdpa_cts_plugin& pl, uint32_t i) {
+  return *reinterpret_cast<const sdpa_cts_backend*>(
+      reinterpret_cast<const char*>(pl.backends) + std::size_t(i) * pl.sizeof_backend);
+}
+
+ProbedPlugin describe(const std::string& path, const sdpa_cts_plugin& pl) {
+  ProbedPlugin out;
+  out.path = path;
+  out.name = pl.name ? pl.name : "";
+  out.version = pl.version ? pl.version : "";
+  for (uint32_t i = 0; i < pl.backend_count; ++i) {
+    const sdpa_cts_backend& b = backend_at(pl, i);
+    out.backends.push_back({b.name, b.capabilities.device_kind == SDPA_CTS_DEVICE_CUDA
+                                        ? DeviceKind::cuda
+                                        : DeviceKind::cpu});
+  }
+  return out;
+}
+
+void write_all(int fd, const std::string& s) {
+  const char* p = s.data();
+  std::size_t left = s.size();
+  while (left > 0) {
+    const ssize_t n = write(fd, p, left);
+    if (n <= 0) return;
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> plugin_paths(const std::vector<std::string>& from_flags) {
+  std::vector<std::string> out;
+  auto add = [&](const std::string& p) {
+    if (p.empty()) return;
+    for (const auto& q : out) {
+      if (q == p) return;
+    }
+    out.push_back(p);
+  };
+  for (const auto& p : from_flags) add(p);
+  if (const char* env = std::getenv("SDPA_CTS_PLUGINS")) {
+    std::stringstream ss(env);
+    std::string item;
+    while (std::getline(ss, item, ':')) add(item);
+  }
+  return out;
+}
+
+ProbedPlugin probe_plugin(const std::string& path, double timeout_seconds) {
+  int fds[2];
+  if (pipe(fds) != 0) fail(path, "cannot create a pipe to probe it");
+  const pid_t pid = fork();
+  if (pid < 0) fail(path, "cannot fork a process to probe it");
+  if (pid == 0) {
+    close(fds[0]);
+    // One line per backend ("B <kind> <name>"), then "OK <name>\t<version>", or "E <message>".
+    std::string out;
+    try {
+      const ProbedPlugin p = describe(path, open_plugin(path));
+      for (const auto& b : p.backends) {
+        out += "B " + std::to_string(b.device == DeviceKind::cuda ? 1 : 0) + " " + b.name + "\n";
+      }
+      out += "OK " + p.name + "\t" + p.version + "\n";
+    } catch (const std::exception& e) {
+      out = std::string("E ") + e.what() + "\n";
+    }
+    write_all(fds[1], out);
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string text;
+  const auto start = std::chrono::steady_clock::now();
+  bool timed_out = false;
+  for (;;) {
+    pollfd pfd{fds[0], POLLIN, 0};
+    const double left =
+        timeout_seconds -
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (left <= 0) {
+      timed_out = true;
+      break;
+    }
+    if (poll(&pfd, 1, static_cast<int>(left * 1000) + 1) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = read(fds[0], buf, sizeof buf);
+    if (n <= 0) break;
+    text.append(buf, static_cast<std::size_t>(n));
+  }
+  close(fds[0]);
+  if (timed_out) kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (timed_out) {
+    fail(path, "loading it did not finish within " + std::to_string(int(timeout_seconds)) + " s");
+  }
+  if (WIFSIGNALED(status)) {
+    fail(path, std::string("it crashed while loading: signal ") + std::to_string(WTERMSIG(status)) +
+                   " (" + strsignal(WTERMSIG(status)) + ")");
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    fail(path, "loading it ended the process with status " + std::to_string(WEXITSTATUS(status)));
+  }
+  ProbedPlugin out;
+  out.path = path;
+  std::stringstream lines(text);
+  std::string line;
+  bool ok = false;
+  while (std::getline(lines, line)) {
+    if (line.rfind("E ", 0) == 0) throw std::invalid_argument(line.substr(2));
+    if (line.rfind("B ", 0) == 0 && line.size() > 4) {
+      out.backends.push_back({line.substr(4), line[2] == '1' ? DeviceKind::cuda : DeviceKind::cpu});
+    } else if (line.rfind("OK ", 0) == 0) {
+      const auto tab = line.find('\t');
+      out.name = line.substr(3, tab == std::string::npos ? std::string::npos : tab - 3);
+      if (tab != std::string::npos) out.version = line.substr(tab + 1);
+      ok = true;
+    }
+  }
+  if (!ok) fail(path, "loading it ended the process without a description");
+  return out;
+}
+
+ProbedPlugin load_plugin(const std::string& path, BackendRegistry& registry) {
+  const sdpa_cts_plugin& pl = open_plugin(path);
+  for (uint32_t i = 0; i < pl.backend_count; ++i) {
+    const sdpa_cts_backend& b = backend_at(pl, i);
+    for (uint32_t k = 0; k < i; ++k) {
+      if (std::strcmp(backend_at(pl, k).name, b.name) == 0) {
+        fail(path, std::string("it describes backend '") + b.name + "' twice");
+      }
+    }
+    if (registry.find(b.name)) {
+      fail(path, std::string("backend '") + b.name + "' is already registered (a built-in " +
+                     "backend or another plugin has that name)");
+    }
+  }
+  for (uint32_t i = 0; i < pl.backend_count; ++i) registry.add(make_plugin_backend(backend_at(pl, i)));
+  return describe(path, pl);
+}
+
+}  // namespace sdpa::plugins

@@ -1,0 +1,30 @@
+/* The attention of docs/SEMANTICS.md in plain C loops (f64 arithmetic, host memory): what
+ * the minimal plugin's run() computes. Dense problems (no per-batch lengths), no dropout,
+ * no window, no softcap; any strides; f32 and f64 elements; masks, causal alignments, GQA,
+ * fully masked rows (O = 0, LSE = -inf) and NaN propagation as the contract says. */
+#ifndef SDPA_CTS_MINIMAL_NAIVE_ATTENTION_H
+#define SDPA_CTS_MINIMAL_NAIVE_ATTENTION_H
+
+#include "sdpa_cts/plugin.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Computes O (and LSE when buffers->lse is set). Returns 0, or -1 when out of memory. */
+int naive_attention(const sdpa_cts_problem* p, const sdpa_cts_buffers* buffers);
+
+/* Deliberate bugs, for plugins/faulty only (the judge must catch each); all 0 = correct. */
+typedef struct naive_attention_bugs {
+  int bottom_right_as_top_left; /* causal bottom-right computed as top-left */
+  int64_t drop_partial_block;   /* > 0: keys of a last partial block of this size ignored */
+  int gqa_tiled;                /* kv head h % Hkv (ONNX's tile) instead of h / group */
+} naive_attention_bugs;
+int naive_attention_with_bugs(const sdpa_cts_problem* p, const sdpa_cts_buffers* buffers,
+                              const naive_attention_bugs* bugs);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
