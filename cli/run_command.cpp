@@ -46,6 +46,7 @@ struct Options {
   double timeout = 300;
   bool no_isolate = false;
   std::vector<std::string> plugins;
+  bool plugin_backends = false;  // judge only the plugins' backends
 };
 
 std::string now_iso8601() {
@@ -89,8 +90,12 @@ int run(const Options& opt) {
   // Backends: the named ones, or every backend (built in or from a plugin) that runs on
   // this kind of device.
   std::vector<std::string> backends = opt.backends;
+  if (opt.plugin_backends && (!opt.backends.empty() || probed.empty())) {
+    throw std::invalid_argument(
+        "--plugin-backends needs a --plugin (or SDPA_CTS_PLUGINS) and no --backend");
+  }
   if (backends.empty()) {
-    for (const Backend* b : builtin_backends()) {
+    for (const Backend* b : opt.plugin_backends ? std::vector<const Backend*>{} : builtin_backends()) {
       if (b->capabilities().device == device.kind) backends.emplace_back(b->name());
     }
     for (const auto& p : probed)
@@ -275,6 +280,8 @@ std::function<int()> add_run_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--no-isolate", opt->no_isolate, "Run cases in this process (for a debugger)");
   add_plugin_option(cmd, &opt->plugins);
+  cmd->add_flag("--plugin-backends", opt->plugin_backends,
+                "Judge only the backends of the --plugin files (of the device's kind)");
   return [opt] { return run(*opt); };
 }
 

@@ -1,5 +1,6 @@
 #include "conformance/tier.hpp"
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -135,7 +136,22 @@ TierEntries load_tier(const std::string& name_or_path, const std::string& tiers_
   return out;
 }
 
-std::string default_tiers_dir() { return std::string(SDPA_CTS_SOURCE_DIR) + "/conformance/tiers"; }
-std::string default_source_dir() { return SDPA_CTS_SOURCE_DIR; }
+std::string default_tiers_dir() { return default_source_dir() + "/conformance/tiers"; }
+
+std::string default_source_dir() {
+  // Where the tiers and golden sets are: $SDPA_CTS_DATA_DIR, else an installed tree next to
+  // the executable (<prefix>/bin/sdpa-cts with <prefix>/share/sdpa-cts), else the source tree
+  // this build came from.
+  if (const char* env = std::getenv("SDPA_CTS_DATA_DIR"); env && *env) return env;
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const auto installed = exe.parent_path().parent_path() / "share" / "sdpa-cts";
+    if (std::filesystem::is_directory(installed / "conformance" / "tiers", ec)) {
+      return installed.string();
+    }
+  }
+  return SDPA_CTS_SOURCE_DIR;
+}
 
 }  // namespace sdpa::conformance

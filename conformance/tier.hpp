@@ -34,7 +34,9 @@ std::vector<std::string> expand_alternatives(const std::string& pattern);
 TierEntries load_tier(const std::string& name_or_path, const std::string& tiers_dir,
                       const std::string& source_dir);
 
-// Directory of the built-in tiers and the source tree root (compiled in).
+// Directory of the built-in tiers, and the root that tier files' golden paths are relative
+// to: $SDPA_CTS_DATA_DIR if set, else <prefix>/share/sdpa-cts of an installed sdpa-cts (the
+// executable in <prefix>/bin), else the source tree of this build (compiled in).
 std::string default_tiers_dir();
 std::string default_source_dir();
 
