@@ -19,4 +19,8 @@ std::function<int()> add_golden_command(CLI::App& app);
 // Adds `bench` (times a backend on a case, one JSON line).
 std::function<int()> add_bench_command(CLI::App& app);
 
+// Adds `cases export` (inputs as a results file to fill in) and `judge` (its outputs judged).
+std::function<int()> add_cases_command(CLI::App& app);
+std::function<int()> add_judge_command(CLI::App& app);
+
 }  // namespace sdpa::cli

@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
   auto run_explain = sdpa::cli::add_explain_command(app);
   auto run_golden = sdpa::cli::add_golden_command(app);
   auto run_bench = sdpa::cli::add_bench_command(app);
+  auto run_cases = sdpa::cli::add_cases_command(app);
+  auto run_judge = sdpa::cli::add_judge_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -28,6 +30,8 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("bench")) return run_bench();
     if (app.got_subcommand("explain")) return run_explain();
     if (app.got_subcommand("golden")) return run_golden();
+    if (app.got_subcommand("cases")) return run_cases();
+    if (app.got_subcommand("judge")) return run_judge();
   } catch (const std::exception& e) {
     std::cerr << "sdpa-cts: error: " << e.what() << "\n";
     return 2;

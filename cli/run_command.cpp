@@ -12,6 +12,7 @@
 #include <set>
 
 #include "cli/commands.hpp"
+#include "cli/case_selection.hpp"
 #include "cli/plugin_options.hpp"
 #include "conformance/case_sampler.hpp"
 #include "conformance/runner.hpp"
@@ -29,15 +30,9 @@ using namespace sdpa::reports;
 namespace {
 
 struct Options {
-  std::string tier;
   std::vector<std::string> backends;
   std::string device = "cpu";
-  std::vector<std::string> cases;
-  std::vector<std::string> golden;
-  std::string filter;
-  std::uint64_t seed = 0;
-  int sample = 0;             // --sample N: N sampled cases instead of a tier
-  std::int64_t max_work = 0;  // work budget of a sampled case (0 = the sampler's default)
+  CaseSelection selection;  // --tier, --case, --golden, --filter, --seed, --sample, --max-work
   int jobs = 1;
   int threads = 0;
   std::string simd;
@@ -56,28 +51,6 @@ std::string now_iso8601() {
   return buf;
 }
 
-// Re-seeds a generated case for --seed: the data seed becomes a mix of its own and the
-// run's, so each run seed gives new data with a new, printable case ID.
-std::string reseed(const std::string& id, std::uint64_t run_seed) {
-  Case c = parse_case_id_or_throw(id);
-  std::uint64_t x = c.data.seed ^ (run_seed * 0x9E3779B97F4A7C15ull);
-  x ^= x >> 31;
-  x *= 0xBF58476D1CE4E5B9ull;
-  x ^= x >> 29;
-  c.data.seed = x % 1000000007ull;
-  return format_case_id(c);
-}
-
-// The sampler seed of case i of `--sample N --seed S`: a mix of both, so that runs with
-// different seeds share no case (splitmix64's finaliser; integer arithmetic only).
-std::uint64_t sample_seed(std::uint64_t run_seed, std::uint64_t i) {
-  std::uint64_t x = run_seed * 0x9E3779B97F4A7C15ull + i;
-  x ^= x >> 30;
-  x *= 0xBF58476D1CE4E5B9ull;
-  x ^= x >> 27;
-  x *= 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 int run(const Options& opt) {
   const Device device = runnable_device(parse_device_or_throw(opt.device));
@@ -132,59 +105,9 @@ int run(const Options& opt) {
     }
     return std::vector<Device>{chosen};
   };
-  // Cases: given IDs (generated or from --golden files), else the tier.
-  std::vector<std::pair<std::string, std::string>> cases;  // (case ID, golden file or "")
-  std::string tier_name = "custom";
-  if (!opt.cases.empty() && opt.golden.size() > 1) {
-    throw std::invalid_argument("--case with --golden takes one golden file");
-  }
-  if (opt.max_work != 0 && opt.sample == 0) {
-    throw std::invalid_argument("--max-work applies to sampled cases: it needs --sample");
-  }
-  if (opt.sample > 0) {
-    if (!opt.cases.empty() || !opt.golden.empty() || !opt.tier.empty()) {
-      throw std::invalid_argument("--sample cannot be combined with --case, --golden or --tier");
-    }
-    SamplerOptions so;
-    if (opt.max_work > 0) so.max_work = opt.max_work;
-    tier_name = "sample";
-    for (int i = 0; i < opt.sample; ++i) {
-      cases.emplace_back(format_case_id(sample_case(sample_seed(opt.seed, i), so)), "");
-    }
-  } else if (!opt.cases.empty()) {
-    for (const auto& id : opt.cases) {
-      const std::string canonical = format_case_id(parse_case_id_or_throw(id));
-      cases.emplace_back(canonical, opt.golden.empty() ? "" : opt.golden.front());
-    }
-  } else if (!opt.golden.empty()) {
-    for (const auto& f : opt.golden) {
-      const golden::GoldenFile file(f);
-      for (const auto& id : file.case_ids()) cases.emplace_back(id, f);
-    }
-  } else {
-    tier_name = opt.tier.empty() ? "smoke" : opt.tier;
-    const TierEntries t = load_tier(tier_name, default_tiers_dir(), default_source_dir());
-    for (const auto& id : t.case_ids) cases.emplace_back(id, "");
-    for (const auto& f : t.golden_files) {
-      const golden::GoldenFile file(f);
-      for (const auto& id : file.case_ids()) cases.emplace_back(id, f);
-    }
-  }
-  if (opt.seed != 0 && opt.sample == 0) {
-    for (auto& [id, file] : cases) {
-      if (file.empty()) id = reseed(id, opt.seed);
-    }
-  }
-  if (!opt.filter.empty()) {
-    std::regex re;
-    try {
-      re = std::regex(opt.filter);
-    } catch (const std::regex_error& e) {
-      throw std::invalid_argument("--filter: bad regular expression '" + opt.filter +
-                                  "': " + e.what());
-    }
-    std::erase_if(cases, [&](const auto& c) { return !std::regex_search(c.first, re); });
-  }
+  // Cases: given IDs (generated or from --golden files), a tier, or sampled ones.
+  std::string tier_name;
+  const std::vector<SelectedCase> cases = select_cases(opt.selection, &tier_name);
   std::vector<Job> jobs;
   for (const auto& [id, file] : cases)
     for (const auto& b : backends)
@@ -222,7 +145,7 @@ int run(const Options& opt) {
   summary.tolerance_version = ToleranceTable{}.version;
   summary.tier = tier_name;
   summary.device = device.name;
-  summary.seed = opt.seed;
+  summary.seed = opt.selection.seed;
   summary.started_at = now_iso8601();
   const auto t0 = std::chrono::steady_clock::now();
   summary.records = run_jobs(jobs, ro);
@@ -247,29 +170,13 @@ std::function<int()> add_run_command(CLI::App& app) {
   auto opt = std::make_shared<Options>();
   auto* cmd =
       app.add_subcommand("run", "Run conformance cases on backends, judge them, write reports");
-  cmd->add_option("--tier", opt->tier,
-                  "Tier name (smoke, ci, nightly) or tier file; default smoke");
+  add_case_selection_options(cmd, &opt->selection);
   cmd->add_option("--backend", opt->backends,
                   "Backend to test (repeatable); default: all for the device");
   cmd->add_option("--device", opt->device,
                   "cpu (detected), or a simulated CPU this one can run (cpu-scalar, cpu-avx2, "
                   "...), with :key=value overrides (cores=N, isa=TARGET)")
       ->capture_default_str();
-  cmd->add_option("--case", opt->cases, "Case ID to run instead of a tier (repeatable)");
-  cmd->add_option("--golden", opt->golden,
-                  "Golden HDF5 file: run its cases (with --case: that case)");
-  cmd->add_option("--filter", opt->filter, "Keep cases whose ID matches this regular expression");
-  cmd->add_option("--seed", opt->seed,
-                  "Re-seed the data of generated cases (0 = as written); with --sample, the "
-                  "sampler's seed (default 0)");
-  cmd->add_option("--sample", opt->sample,
-                  "Run N cases drawn by the problem sampler (every family, every generator) "
-                  "instead of a tier")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--max-work", opt->max_work,
-                  "Work budget of a sampled case, B*Hq*L*S*max(Dqk,Dv) (default " +
-                      std::to_string(SamplerOptions{}.max_work) + ")")
-      ->check(CLI::PositiveNumber);
   cmd->add_option("--jobs", opt->jobs, "Worker processes at once")->check(CLI::PositiveNumber);
   cmd->add_option("--threads", opt->threads, "OpenMP threads per backend run (0 = default)")
       ->check(CLI::NonNegativeNumber);

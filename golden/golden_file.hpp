@@ -48,9 +48,13 @@ struct GoldenCase {
   std::string id;                     // group name = canonical case ID
   Case c;                             // parsed from the ID
   InputBuffers inputs;                // in the problem's layout (mask: uint8 or dtype), snapshot taken
-  std::vector<double> o;              // [B, Hq, L, Dv] expected output (logical, padded rows 0)
-  std::vector<double> lse;            // [B, Hq, L] expected natural-log LSE (-inf: no key)
+  std::vector<double> o;              // [B, Hq, L, Dv] expected output (logical, padded rows 0);
+                                      // empty when absent from a results file
+  std::vector<double> lse;            // [B, Hq, L] expected natural-log LSE (-inf: no key);
+                                      // empty when absent from a results file
   std::vector<double> weights;        // [B, Hq, L, S] after dropout; empty if absent
+  bool has_o = true;                  // the file holds o for this case (results files: maybe not)
+  bool has_lse = true;                // the file holds lse for this case
   bool has_weights = false;           // the file holds weights for this case
   std::int64_t precision_digits = 0;  // the file's precision_digits (limited for captures)
   std::string family, data, note;     // optional descriptive attributes ("" when absent)
@@ -81,7 +85,10 @@ class GoldenFile {
   // SDPA case IDs (the groups under /sdpa), in byte order of the names.
   const std::vector<std::string>& case_ids() const;
   // Loads one SDPA case; throws std::invalid_argument for an unknown ID.
-  GoldenCase load(const std::string& id) const;
+  // Whether the expected outputs must be there (golden files) or may be missing (results
+  // files: the outputs of the cases a user has filled in).
+  enum class Outputs { required, optional };
+  GoldenCase load(const std::string& id, Outputs outputs = Outputs::required) const;
   // MHA case names (the groups under /mha), in byte order.
   const std::vector<std::string>& mha_case_names() const;
   // Loads one MHA case; throws like load().

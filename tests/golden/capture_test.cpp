@@ -12,7 +12,7 @@
 #include "golden/golden_file.hpp"
 #include "golden/verify.hpp"
 #include "kernels/registry.hpp"
-#include "tests/golden/capture_writer.hpp"
+#include "golden/golden_writer.hpp"
 
 namespace sdpa::golden {
 
@@ -24,15 +24,23 @@ namespace fs = std::filesystem;
 // What the "framework" gets wrong, if anything.
 enum class Defect { none, top_left_causal, mask_dropped };
 
+// What a framework returned for one case.
+struct CapturedCase {
+  Case c;                   // the case
+  const InputBuffers* in;   // the inputs it was fed
+  std::vector<double> o;    // [B, Hq, L, Dv]
+  std::vector<double> lse;  // [B, Hq, L]
+};
+
 // A framework computing attention in f32 (dense bhsd layouts): logits, mask, softmax and
 // P V in f32, outputs returned as f32, LSE = max + log(sum) in f32.
-testing::CapturedCase framework_f32(const Case& c, const InputBuffers& in, Defect defect) {
+CapturedCase framework_f32(const Case& c, const InputBuffers& in, Defect defect) {
   const Problem& p = c.problem;
   const std::int64_t B = p.batch, H = p.heads_q, L = p.len_q, S = p.len_kv, Dqk = p.head_dim_qk,
                      Dv = p.head_dim_v, group = p.heads_q / p.heads_kv;
   const float scale = static_cast<float>(effective_scale(p));
   const StridedView mv = p.mask != MaskKind::none ? mask_view(p) : StridedView{};
-  testing::CapturedCase out{c, &in, std::vector<double>(B * H * L * Dv),
+  CapturedCase out{c, &in, std::vector<double>(B * H * L * Dv),
                             std::vector<double>(B * H * L)};
   std::vector<float> s(static_cast<std::size_t>(S));
   for (std::int64_t b = 0; b < B; ++b)
@@ -110,14 +118,16 @@ class CapturedFile : public ::testing::Test {
     fs::create_directories(dir);
     inputs_.clear();
     inputs_.reserve(case_ids().size());
-    std::vector<testing::CapturedCase> cases;
+    std::vector<CapturedCase> cases;
     for (const auto& id : case_ids()) {
       const Case c = parse_case_id_or_throw(id);
       inputs_.push_back(make_inputs(c));
       cases.push_back(framework_f32(c, inputs_.back(), defect));
     }
     const std::string path = (dir / name).string();
-    testing::write_capture(path, digits, cases);
+    std::vector<CaseToWrite> files;
+    for (const auto& cc : cases) files.push_back({&cc.c, cc.in, &cc.o, &cc.lse, nullptr});
+    write_golden_file(path, {"tests/golden/capture_test.cpp", "1", digits, ""}, files);
     return path;
   }
   // Worst reference agreement c over the file's cases (the `golden verify` criterion).

@@ -1,0 +1,156 @@
+// `sdpa-cts cases export --tier T --out FILE.h5`: every selected case's inputs in the golden
+// schema, without outputs: the results-file route (docs/PLUGINS.md, "Results files"). A user
+// fills in `o` (and `lse`, `weights` where the case asks) from their framework and runs
+// `sdpa-cts judge --results FILE.h5`.
+#include <iostream>
+#include <map>
+#include <memory>
+
+#include "cli/case_selection.hpp"
+#include "cli/commands.hpp"
+#include "cli/plugin_options.hpp"
+#include "kernels/registry.hpp"
+#include "conformance/data_gen.hpp"
+#include "golden/golden_file.hpp"
+#include "golden/golden_writer.hpp"
+
+namespace sdpa::cli {
+namespace {
+
+struct Options {
+  CaseSelection selection;
+  std::string out;
+  std::int64_t digits = 7;
+  // cases fill
+  std::string results;
+  std::string backend;
+  std::vector<std::string> plugins;
+};
+
+// `cases fill`: the outputs of a backend this build can run (built in or a plugin) written
+// into a results file, as a user's framework would; for checking the route end to end.
+int fill(const Options& opt) {
+  load_plugins_here(opt.plugins);
+  const Backend& backend = find_backend_or_throw(opt.backend);
+  if (backend.capabilities().memory != MemorySpace::host) {
+    throw std::invalid_argument("cases fill runs host-memory backends only");
+  }
+  const Device device = detect_cpu();
+  const golden::GoldenFile file(opt.results);
+  std::vector<golden::GoldenCase> cases;
+  std::vector<std::vector<double>> o, lse, weights;
+  std::vector<bool> ran;
+  int filled = 0;
+  for (const auto& id : file.case_ids()) {
+    golden::GoldenCase g = file.load(id, golden::GoldenFile::Outputs::optional);
+    const Problem& p = g.c.problem;
+    std::vector<double> co, cl, cw;
+    if (backend.supports(p, device).ok()) {
+      OutputBuffers out = make_outputs(p);
+      const InputPointers in = g.inputs.pointers();
+      backend.run(p,
+                  Buffers{in.q, in.k, in.v, in.mask, out.o.data(),
+                          p.want_lse ? static_cast<float*>(out.lse.data()) : nullptr,
+                          p.want_weights ? out.weights.data() : nullptr},
+                  device, RunOptions{});
+      // Logical [B, Hq, L, Dv]: padded rows (and rows a packed layout does not store) 0.
+      const std::int64_t B = p.batch, H = p.heads_q, L = p.len_q, Dv = p.head_dim_v;
+      co.assign(static_cast<std::size_t>(B * H * L * Dv), 0.0);
+      const auto cuq = cu_seqlens_q(p);
+      for (std::int64_t b = 0; b < B; ++b)
+        for (std::int64_t h = 0; h < H; ++h)
+          for (std::int64_t i = 0; i < (p.packed ? seqlen_q(p, b) : L); ++i)
+            for (std::int64_t d = 0; d < Dv; ++d) {
+              co[static_cast<std::size_t>(((b * H + h) * L + i) * Dv + d)] = load_as_double(
+                  p.dtype, out.o.data(),
+                  element_offset(p.o, p.packed, b, h, p.packed ? cuq[std::size_t(b)] + i : i, d));
+            }
+      if (p.want_lse) {
+        const auto* l = static_cast<const float*>(out.lse.data());
+        cl.assign(l, l + B * H * L);
+      }
+      if (p.want_weights) {
+        for (std::int64_t x = 0; x < B * H * L * p.len_kv; ++x) {
+          cw.push_back(load_as_double(p.dtype, out.weights.data(), x));
+        }
+      }
+      ++filled;
+    }
+    ran.push_back(backend.supports(p, device).ok());
+    cases.push_back(std::move(g));
+    o.push_back(std::move(co));
+    lse.push_back(std::move(cl));
+    weights.push_back(std::move(cw));
+  }
+  std::vector<golden::CaseToWrite> write;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const Problem& p = cases[i].c.problem;
+    write.push_back({&cases[i].c, &cases[i].inputs, ran[i] ? &o[i] : nullptr,
+                     ran[i] && p.want_lse ? &lse[i] : nullptr,
+                     ran[i] && p.want_weights ? &weights[i] : nullptr});
+  }
+  golden::write_golden_file(opt.results,
+                            {"sdpa-cts cases fill --backend " + opt.backend, SDPA_CTS_VERSION,
+                             file.info().precision_digits, file.info().set},
+                            write);
+  std::cout << opt.results << ": " << filled << " of " << cases.size() << " cases filled by "
+            << opt.backend << " (the others it declines)\n";
+  return 0;
+}
+
+int run(const Options& opt) {
+  std::string name;
+  const std::vector<SelectedCase> selected = select_cases(opt.selection, &name);
+  if (selected.empty()) throw std::invalid_argument("no case selected (check --tier, --case and --filter)");
+  // Inputs: generated from the ID, or read from the golden file the tier names.
+  std::vector<Case> cases;
+  std::vector<InputBuffers> inputs;
+  cases.reserve(selected.size());
+  inputs.reserve(selected.size());
+  std::map<std::string, std::unique_ptr<golden::GoldenFile>> files;
+  for (const auto& [id, file] : selected) {
+    if (file.empty()) {
+      cases.push_back(parse_case_id_or_throw(id));
+      inputs.push_back(conformance::make_inputs(cases.back()));
+    } else {
+      auto& f = files[file];
+      if (!f) f = std::make_unique<golden::GoldenFile>(file);
+      golden::GoldenCase g = f->load(id);
+      cases.push_back(g.c);
+      inputs.push_back(std::move(g.inputs));
+    }
+  }
+  std::vector<golden::CaseToWrite> write;
+  for (std::size_t i = 0; i < cases.size(); ++i) write.push_back({&cases[i], &inputs[i]});
+  golden::write_golden_file(
+      opt.out, {"sdpa-cts cases export", SDPA_CTS_VERSION, opt.digits, name}, write);
+  std::cout << opt.out << ": " << cases.size() << " cases of " << name
+            << " (inputs only: fill in o, and lse / weights where a case asks for them)\n";
+  return 0;
+}
+
+}  // namespace
+
+std::function<int()> add_cases_command(CLI::App& app) {
+  auto opt = std::make_shared<Options>();
+  auto* cases = app.add_subcommand("cases", "Cases as files (the results-file route)");
+  cases->require_subcommand(1);
+  auto* exp = cases->add_subcommand(
+      "export", "Write the selected cases' inputs in the golden schema, to be filled in with "
+                "the outputs of another implementation and judged with `sdpa-cts judge`");
+  add_case_selection_options(exp, &opt->selection);
+  exp->add_option("--out", opt->out, "The HDF5 file to write")->required();
+  exp->add_option("--digits", opt->digits,
+                  "precision_digits of the file (of the outputs you will fill in; default 7)")
+      ->check(CLI::Range(1, 50));
+  auto* fill_cmd = cases->add_subcommand(
+      "fill", "Fill a results file with the outputs of a backend this build can run (to check "
+              "the route; your framework fills it the same way)");
+  fill_cmd->add_option("--results", opt->results, "The results file to fill")->required();
+  fill_cmd->add_option("--backend", opt->backend, "The backend whose outputs to record")
+      ->required();
+  add_plugin_option(fill_cmd, &opt->plugins);
+  return [opt, exp] { return exp->parsed() ? run(*opt) : fill(*opt); };
+}
+
+}  // namespace sdpa::cli

@@ -1,0 +1,100 @@
+#include "golden/results_backend.hpp"
+
+#include <charconv>
+#include <stdexcept>
+
+#include "core/spec_fields.hpp"
+
+namespace sdpa::golden {
+
+PrecisionContract parse_contract(std::string_view text) {
+  PrecisionContract c;
+  c.accumulate = DType::f32;
+  bool p_given = false;
+  for (std::string_view item : split(text, ',')) {
+    if (item.empty()) continue;
+    const auto eq = item.find('=');
+    const std::string key(item.substr(0, eq == std::string_view::npos ? item.size() : eq));
+    const std::string_view value = eq == std::string_view::npos ? "" : item.substr(eq + 1);
+    auto bad = [&](const std::string& what) {
+      return std::invalid_argument("--contract '" + std::string(text) + "': key '" + key + "': " +
+                                   what + ", got '" + std::string(value) + "'");
+    };
+    if (key == "acc" || key == "p") {
+      const auto t = parse_dtype(value);
+      if (!t) throw bad("expected f64, f32, f16 or bf16");
+      (key == "acc" ? c.accumulate : c.p_type) = *t;
+      p_given = p_given || key == "p";
+    } else if (key == "online") {
+      if (value != "0" && value != "1") throw bad("expected 0 or 1");
+      c.online_softmax = value == "1";
+    } else if (key == "block") {
+      std::int64_t n = -1;
+      auto r = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (value.empty() || r.ec != std::errc() || r.ptr != value.data() + value.size() || n < 0) {
+        throw bad("expected a non-negative integer");
+      }
+      c.key_block = n;
+    } else {
+      throw std::invalid_argument("--contract '" + std::string(text) + "': unknown key '" + key +
+                                  "' (known: acc, p, online, block)");
+    }
+  }
+  if (!p_given) c.p_type = c.accumulate;
+  return c;
+}
+
+std::string format_contract(const PrecisionContract& c) {
+  return "acc=" + std::string(dtype_name(c.accumulate)) + ",p=" + std::string(dtype_name(c.p_type)) +
+         ",online=" + (c.online_softmax ? "1" : "0") + ",block=" + std::to_string(c.key_block);
+}
+
+RecordedResults::RecordedResults(std::string name, const GoldenCase& results,
+                                 PrecisionContract contract, std::string file)
+    : name_(std::move(name)), results_(results), contract_(contract), file_(std::move(file)) {
+  caps_.dtypes = {DType::f64, DType::f32, DType::f16, DType::bf16};
+  caps_.weights_output = true;
+}
+
+Support RecordedResults::supports(const Problem& p, const Device&) const {
+  Support s;
+  auto missing = [&](const char* dataset) {
+    s.decline("no results for this case in " + file_ + ": dataset '" + dataset +
+              "' is missing (fill it in from your framework)");
+  };
+  if (!results_.has_o) missing("o");
+  if (p.want_lse && !results_.has_lse) missing("lse");
+  if (p.want_weights && !results_.has_weights) missing("weights");
+  return s;
+}
+
+void RecordedResults::run(const Problem& p, const Buffers& buf, const Device&,
+                          const RunOptions&) const {
+  const std::int64_t B = p.batch, H = p.heads_q, L = p.len_q, Dv = p.head_dim_v;
+  const auto cuq = cu_seqlens_q(p);
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t h = 0; h < H; ++h) {
+      // Packed layouts store only the valid rows; padded ones every row (0 beyond L_b).
+      const std::int64_t rows = p.packed ? seqlen_q(p, b) : L;
+      for (std::int64_t i = 0; i < rows; ++i) {
+        const std::int64_t r = p.packed ? cuq[static_cast<std::size_t>(b)] + i : i;
+        const std::size_t row = static_cast<std::size_t>((b * H + h) * L + i);
+        for (std::int64_t d = 0; d < Dv; ++d) {
+          store_from_double(p.dtype, buf.o, element_offset(p.o, p.packed, b, h, r, d),
+                            results_.o[row * static_cast<std::size_t>(Dv) + std::size_t(d)]);
+        }
+      }
+    }
+  if (p.want_lse) {
+    for (std::size_t x = 0; x < results_.lse.size(); ++x) {
+      buf.lse[x] = static_cast<float>(results_.lse[x]);
+    }
+  }
+  if (p.want_weights) {
+    for (std::size_t x = 0; x < results_.weights.size(); ++x) {
+      store_from_double(p.dtype, buf.weights, static_cast<std::int64_t>(x), results_.weights[x]);
+    }
+  }
+}
+
+}  // namespace sdpa::golden

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The results-file route end to end: export the smoke tier's inputs, judge the unfilled file
+# (every case NOT_SUPPORTED, naming the missing dataset), fill it with a correct backend's
+# outputs (pass) and with a wrong one's (fail). Usage: results_route.sh SDPA_CTS DIR
+set -euo pipefail
+cts=$1
+dir=$2
+rm -rf "$dir"
+mkdir -p "$dir"
+cd "$dir"
+"$cts" cases export --tier smoke --out results.h5
+"$cts" judge --results results.h5 --no-report --case b1.hq2.hkv2.l1.s1.dqk16.dv16.f32.seed1.gen=normal 2>&1 |
+  tee unfilled.txt
+grep -q "passed: 0 failed: 0 not_supported: 1 " unfilled.txt
+cp results.h5 good.h5
+"$cts" cases fill --results good.h5 --backend cpu.math
+"$cts" judge --results good.h5 --contract acc=f32,p=f32 --report good-report | tee good.txt
+grep -Eq "passed: [1-9][0-9]* failed: 0 .* crash: 0 timeout: 0" good.txt
+grep -q '"backend":"results"' good-report/results.jsonl
+cp results.h5 wrong.h5
+"$cts" cases fill --results wrong.h5 --backend faulty.bottom_right_as_top_left --plugin "$3"
+if "$cts" judge --results wrong.h5 --no-report > wrong.txt 2>&1; then
+  echo "a wrong backend's outputs were judged correct"; exit 1
+fi
+grep -Eq "FAIL results .*causal=br.*error/tolerance" wrong.txt
+grep -q "repro: sdpa-cts judge --results 'wrong.h5'" wrong.txt
+echo "results route: ok"
