@@ -70,13 +70,7 @@ int run(const Options& opt) {
       golden::GoldenCase g = file.load(id, golden::GoldenFile::Outputs::optional);
       r.features = case_features(g.c.problem);
       const golden::RecordedResults backend(opt.name, g, contract, opt.results);
-      const CaseOutcome o = judge(backend, g.c.problem, g.inputs, device, RunOptions{});
-      r.status = o.status;
-      r.message = o.message;
-      r.max_abs_error = o.max_abs_error;
-      r.nmse = o.nmse;
-      r.worst_ratio = o.worst_ratio;
-      r.worst_where = o.worst_where;
+      set_outcome(r, judge(backend, g.c.problem, g.inputs, device, RunOptions{}));
     } catch (const std::exception& e) {
       r.status = Status::fail;
       r.message = std::string("error: ") + e.what();

@@ -2,6 +2,15 @@
 
 namespace sdpa::conformance {
 
+void set_outcome(CaseRecord& r, const CaseOutcome& o) {
+  r.status = o.status;
+  r.message = o.message;
+  r.max_abs_error = o.max_abs_error;
+  r.nmse = o.nmse;
+  r.worst_ratio = o.worst_ratio;
+  r.worst_where = o.worst_where;
+}
+
 StatusCounts count_statuses(const RunSummary& run) {
   StatusCounts c;
   for (const auto& r : run.records) c.add(r.status);

@@ -42,6 +42,9 @@ struct RunSummary {
   std::vector<CaseRecord> records;  // every verdict, in run order
 };
 
+// Copies an outcome's verdict, message and error figures into a record.
+void set_outcome(CaseRecord& record, const CaseOutcome& outcome);
+
 // Records per status of a run.
 StatusCounts count_statuses(const RunSummary& run);
 

@@ -192,12 +192,7 @@ CaseRecord run_job(const Job& job, const std::function<const Backend*(std::strin
       golden::GoldenCase g = file.load(job.case_id);
       o = golden::judge_backend(*backend, g, job.device, options);
     }
-    r.status = o.status;
-    r.message = o.message;
-    r.max_abs_error = o.max_abs_error;
-    r.nmse = o.nmse;
-    r.worst_ratio = o.worst_ratio;
-    r.worst_where = o.worst_where;
+    set_outcome(r, o);
   } catch (const std::exception& e) {
     r.status = Status::fail;
     r.message = std::string("error: ") + e.what();
