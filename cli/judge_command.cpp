@@ -28,6 +28,7 @@ struct Options {
   std::vector<std::string> cases;
   std::string report_dir = "sdpa-cts-report";
   bool no_report = false;
+  bool no_lse = false;  // judge O (and weights) only, even where a case asks for LSE
 };
 
 std::string quote(const std::string& s) {
@@ -64,10 +65,12 @@ int run(const Options& opt) {
     r.backend = opt.name;
     r.device = summary.device;
     r.repro = "sdpa-cts judge --results " + quote(opt.results) + " --contract " +
-              quote(golden::format_contract(contract)) + " --case " + quote(id);
+              quote(golden::format_contract(contract)) + (opt.no_lse ? " --no-lse" : "") +
+              " --case " + quote(id);
     const auto c0 = std::chrono::steady_clock::now();
     try {
       golden::GoldenCase g = file.load(id, golden::GoldenFile::Outputs::optional);
+      if (opt.no_lse) g.c.problem.want_lse = false;
       r.features = case_features(g.c.problem);
       const golden::RecordedResults backend(opt.name, g, contract, opt.results);
       set_outcome(r, judge(backend, g.c.problem, g.inputs, device, RunOptions{}));
@@ -108,6 +111,9 @@ std::function<int()> add_judge_command(CLI::App& app) {
   cmd->add_option("--case", opt->cases, "Judge only this case (repeatable)");
   cmd->add_option("--report", opt->report_dir, "Directory for the reports")->capture_default_str();
   cmd->add_flag("--no-report", opt->no_report, "Do not write reports");
+  cmd->add_flag("--no-lse", opt->no_lse,
+                "Judge O (and weights) only, for an implementation without an LSE output: "
+                "cases that ask for LSE are judged without it");
   return [opt] { return run(*opt); };
 }
 

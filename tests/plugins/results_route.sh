@@ -24,4 +24,12 @@ if "$cts" judge --results wrong.h5 --no-report > wrong.txt 2>&1; then
 fi
 grep -Eq "FAIL results .*causal=br.*error/tolerance" wrong.txt
 grep -q "repro: sdpa-cts judge --results 'wrong.h5'" wrong.txt
+# An implementation without LSE: with --no-lse its O is judged on the cases that ask for LSE.
+"$cts" judge --results good.h5 --no-lse --no-report --case b2.hq4.hkv2.l33.s47.dqk64.dv32.f32.causal=br.lse.seed2.gen=normal |
+  tee nolse.txt
+grep -q "passed: 1 failed: 0" nolse.txt
+# A tier naming a case twice (ci includes smoke's golden set, which ci.h5 repeats) is
+# written once.
+"$cts" cases export --tier ci --filter 'gen=golden$' --out golden_cases.h5 | tee export.txt
+grep -q "repeated case IDs written once" export.txt
 echo "results route: ok"
