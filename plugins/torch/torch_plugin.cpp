@@ -1,0 +1,309 @@
+// PyTorch's CPU scaled_dot_product_attention as an sdpa-cts plugin (docs/PLUGINS.md,
+// "PyTorch's CPU SDPA as a plugin"). Built against the libtorch of a PyTorch wheel
+// (bench/requirements.txt pins torch==2.15.0); only the C ABI of include/sdpa_cts/plugin.h
+// crosses the boundary, every C++ exception stays inside run().
+//
+// Two backends:
+//   torch.sdpa       at::scaled_dot_product_attention, the public op: ATen's CPU picker
+//                    (_fused_sdp_choice_cpp) sends a problem to the flash kernel
+//                    (FlashAttentionKernel.cpp, online softmax over key blocks of 512) when it
+//                    can, else to the math path (_scaled_dot_product_attention_math:
+//                    matmul, _safe_softmax, matmul, in f32 for f16 / bf16 inputs). This is
+//                    the backend that is judged; it does not return the LSE.
+//   torch.flash_cpu  at::_scaled_dot_product_flash_attention_for_cpu, the internal op the
+//                    public one calls for its flash path; it returns the logsumexp, so it
+//                    is the backend that takes the LSE cases.
+//
+// Tensors are wrapped in place with at::from_blob (element-0 pointers, element strides), so
+// the op sees the problem's layout; O (and the LSE) are copied into the caller's views.
+// What PyTorch cannot express is declined, never emulated: dropout (PyTorch's own RNG, not
+// the suite's Philox keep-mask), softcap, windows, per-batch lengths, the weights output.
+// Causal masks: top-left is PyTorch's is_causal; bottom-right with L != S, and any causal
+// mask combined with a mask tensor, is passed as an explicit boolean mask (PyTorch forbids
+// is_causal together with attn_mask; its own CausalBias(LOWER_RIGHT) materialises exactly
+// this mask on CPU).
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <ATen/Version.h>
+#include <c10/util/Exception.h>
+#include <torch/headeronly/version.h>
+
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+
+#include "sdpa_cts/plugin.h"
+
+namespace {
+
+// Keys per block of the flash kernel's online softmax: every instantiation of
+// cpu_flash_attention in ATen uses kv_split_size 512 (q_split_size 32, 64 or 256 by L).
+constexpr int64_t kFlashKeyBlock = 512;
+
+enum class Op { sdpa, flash_cpu };
+
+at::ScalarType scalar_type(int32_t dtype) {
+  switch (dtype) {
+    case SDPA_CTS_DTYPE_F64:
+      return at::kDouble;
+    case SDPA_CTS_DTYPE_F32:
+      return at::kFloat;
+    case SDPA_CTS_DTYPE_F16:
+      return at::kHalf;
+    default:
+      return at::kBFloat16;
+  }
+}
+
+// Precision contract, the same for both backends: the public op's flash path and the
+// internal op accumulate in at::opmath_type (f64 for f64, f32 otherwise), keep P in the
+// input type for f16 / bf16 (qk_reduced_data feeds the P.V gemm) and rescale per key block
+// of 512. The math path (taken for Dv != Dqk, dropout, a head-dim stride != 1, L or S = 0)
+// computes in the same accumulation type without rounding P and without blocks, so this
+// contract bounds both paths of the public op.
+int32_t torch_precision(void*, int32_t dtype, sdpa_cts_precision* out) {
+  switch (dtype) {
+    case SDPA_CTS_DTYPE_F64:
+      out->accumulate = SDPA_CTS_DTYPE_F64;
+      out->p_type = SDPA_CTS_DTYPE_F64;
+      break;
+    case SDPA_CTS_DTYPE_F32:
+      out->accumulate = SDPA_CTS_DTYPE_F32;
+      out->p_type = SDPA_CTS_DTYPE_F32;
+      break;
+    case SDPA_CTS_DTYPE_F16:
+    case SDPA_CTS_DTYPE_BF16:
+      out->accumulate = SDPA_CTS_DTYPE_F32;
+      out->p_type = dtype;
+      break;
+    default:
+      return 1;
+  }
+  out->online_softmax = 1;
+  out->key_block = kFlashKeyBlock;
+  return 0;
+}
+
+const char* isa_name(int32_t isa) {
+  switch (isa) {
+    case SDPA_CTS_ISA_SCALAR:
+      return "scalar";
+    case SDPA_CTS_ISA_AVX2:
+      return "avx2";
+    case SDPA_CTS_ISA_AVX512:
+      return "avx512";
+    default:
+      return "avx512bf16";
+  }
+}
+
+// ATen picks its CPU kernels once per process, for the capability ATEN_CPU_CAPABILITY names
+// (default: the best the CPU has); a job for another ISA target (`--simd`) would silently run
+// that one instead, so it is declined. AVX-512 with bf16 instructions is ATen's AVX512 build
+// (oneDNN uses the bf16 instructions where the CPU has them).
+void torch_supports(void*, const sdpa_cts_problem*, const sdpa_cts_device* d,
+                    sdpa_cts_decline_fn decline, void* context) {
+  // Everything either op cannot express is excluded by the capabilities below (the host
+  // declines it with its own reason texts). For torch.flash_cpu they exclude Dv != Dqk
+  // (TORCH_CHECK "Q/K/V should have the same head size") and empty problems: with L = 0 or
+  // S = 0 the kernel divides by a zero block size and the process dies of SIGFPE (the public
+  // op never calls it then: its picker sends zero-length problems to the math path).
+  if (d->kind != SDPA_CTS_DEVICE_CPU) return;  // the host declines other devices itself
+  const char* wanted = d->cpu_isa == SDPA_CTS_ISA_SCALAR ? "DEFAULT"
+                       : d->cpu_isa == SDPA_CTS_ISA_AVX2 ? "AVX2"
+                                                         : "AVX512";
+  const std::string active = at::get_cpu_capability();  // "DEFAULT", "AVX2" or "AVX512"
+  if (active != wanted) {
+    const std::string why = "PyTorch runs its CPU kernels for " + active +
+                            " in this process (ATEN_CPU_CAPABILITY), not for the ISA target " +
+                            isa_name(d->cpu_isa);
+    decline(context, why.c_str());
+  }
+}
+
+int64_t numel4(const int64_t (&sizes)[4]) { return sizes[0] * sizes[1] * sizes[2] * sizes[3]; }
+
+// A 4-D view of caller memory; an empty tensor when it has no element (the pointer may then
+// be anything).
+at::Tensor view4(const void* data, const int64_t (&sizes)[4], const sdpa_cts_layout& l,
+                 at::ScalarType t) {
+  const auto options = at::TensorOptions().dtype(t).device(at::kCPU);
+  if (numel4(sizes) == 0) return at::empty({sizes[0], sizes[1], sizes[2], sizes[3]}, options);
+  return at::from_blob(const_cast<void*>(data), {sizes[0], sizes[1], sizes[2], sizes[3]},
+                       {l.stride[0], l.stride[1], l.stride[2], l.stride[3]}, options);
+}
+
+// The mask tensor [B, Hq, L, S]: contiguous over the dimensions it does not broadcast, which
+// are size 1 here (PyTorch broadcasts them). Boolean masks are uint8 with values 0 and 1 (the
+// ABI), viewed as kBool in place.
+at::Tensor mask_view(const sdpa_cts_problem* p, const void* data) {
+  const int64_t shape[4] = {p->batch, p->heads_q, p->len_q, p->len_kv};
+  const uint32_t bits[4] = {SDPA_CTS_BROADCAST_B, SDPA_CTS_BROADCAST_H, SDPA_CTS_BROADCAST_L,
+                            SDPA_CTS_BROADCAST_S};
+  int64_t sizes[4], strides[4], acc = 1;
+  for (int k = 3; k >= 0; --k) {
+    if (p->mask_broadcast & bits[k]) {
+      sizes[k] = 1;
+      strides[k] = 0;
+    } else {
+      sizes[k] = shape[k];
+      strides[k] = acc;
+      acc *= shape[k] > 0 ? shape[k] : 1;
+    }
+  }
+  const at::ScalarType t = p->mask == SDPA_CTS_MASK_BOOL ? at::kBool : scalar_type(p->dtype);
+  const auto options = at::TensorOptions().dtype(t).device(at::kCPU);
+  if (sizes[0] * sizes[1] * sizes[2] * sizes[3] == 0) {
+    return at::empty({sizes[0], sizes[1], sizes[2], sizes[3]}, options);
+  }
+  return at::from_blob(const_cast<void*>(data), {sizes[0], sizes[1], sizes[2], sizes[3]},
+                       {strides[0], strides[1], strides[2], strides[3]}, options);
+}
+
+struct MaskArgs {
+  std::optional<at::Tensor> attn_mask;
+  bool is_causal = false;
+};
+
+// The causal rule and the mask tensor as PyTorch's arguments: is_causal alone where it is the
+// same function (top-left, or bottom-right with L == S, and no mask tensor), else one explicit
+// mask (boolean, or additive in the dtype when the problem's mask is additive).
+MaskArgs mask_args(const sdpa_cts_problem* p, const void* mask) {
+  MaskArgs a;
+  const bool causal = p->causal != SDPA_CTS_CAUSAL_NONE;
+  const bool aligned = p->causal == SDPA_CTS_CAUSAL_TOP_LEFT || p->len_q == p->len_kv;
+  std::optional<at::Tensor> user;
+  if (p->mask != SDPA_CTS_MASK_NONE) user = mask_view(p, mask);
+  if (causal && aligned && !user) {
+    a.is_causal = true;
+    return a;
+  }
+  if (causal) {
+    // attend iff j <= i + offset: offset 0 (top-left) or S - L (bottom-right)
+    const int64_t offset = p->causal == SDPA_CTS_CAUSAL_BOTTOM_RIGHT ? p->len_kv - p->len_q : 0;
+    at::Tensor allowed = at::ones({p->len_q, p->len_kv}, at::kBool).tril(offset);
+    if (!user) {
+      user = allowed;
+    } else if (user->scalar_type() == at::kBool) {
+      user = at::logical_and(*user, allowed);
+    } else {
+      user = user->masked_fill(allowed.logical_not(), -std::numeric_limits<double>::infinity());
+    }
+  }
+  a.attn_mask = user;
+  return a;
+}
+
+// The internal op takes only masks of the query's type: a boolean mask becomes 0 / -inf, as
+// the public op converts it (convert_boolean_attn_mask) before it calls this op.
+std::optional<at::Tensor> additive(const std::optional<at::Tensor>& m, at::ScalarType t) {
+  if (!m || m->scalar_type() != at::kBool) return m;
+  return at::zeros(m->sizes(), at::TensorOptions().dtype(t))
+      .masked_fill(m->logical_not(), -std::numeric_limits<double>::infinity());
+}
+
+void compute(Op op, const sdpa_cts_problem* p, const sdpa_cts_buffers* b, int32_t threads) {
+  if (threads > 0) at::set_num_threads(threads);
+  const at::ScalarType t = scalar_type(p->dtype);
+  const int64_t B = p->batch, Hq = p->heads_q, Hkv = p->heads_kv, L = p->len_q, S = p->len_kv,
+                Dqk = p->head_dim_qk, Dv = p->head_dim_v;
+  const int64_t qs[4] = {B, Hq, L, Dqk}, ks[4] = {B, Hkv, S, Dqk}, vs[4] = {B, Hkv, S, Dv},
+                os[4] = {B, Hq, L, Dv};
+  const at::Tensor q = view4(b->q, qs, p->q, t);
+  const at::Tensor k = view4(b->k, ks, p->k, t);
+  const at::Tensor v = view4(b->v, vs, p->v, t);
+  MaskArgs m = mask_args(p, b->mask);
+  const std::optional<double> scale = p->scale;
+  at::Tensor out;
+  at::Tensor lse;
+  if (op == Op::sdpa) {
+    out = at::scaled_dot_product_attention(q, k, v, m.attn_mask, /*dropout_p=*/0.0, m.is_causal,
+                                           scale, /*enable_gqa=*/Hkv != Hq);
+  } else {
+    std::tie(out, lse) = at::_scaled_dot_product_flash_attention_for_cpu(
+        q, k, v, /*dropout_p=*/0.0, m.is_causal, additive(m.attn_mask, t), scale);
+  }
+  if (numel4(os) > 0) view4(b->o, os, p->o, t).copy_(out);
+  if (p->want_lse && b->lse && B * Hq * L > 0) {
+    at::from_blob(b->lse, {B, Hq, L}, at::TensorOptions().dtype(at::kFloat)).copy_(lse);
+  }
+}
+
+template <Op op>
+int32_t torch_run(void*, const sdpa_cts_problem* p, const sdpa_cts_buffers* b,
+                  const sdpa_cts_device*, int32_t threads, char* error, size_t error_size) {
+  try {
+    if (b->memory != SDPA_CTS_MEMORY_HOST)
+      throw std::runtime_error("buffers are not in host memory");
+    compute(op, p, b, threads);
+    return 0;
+  } catch (const c10::Error& e) {
+    std::snprintf(error, error_size, "PyTorch %s: %s", TORCH_VERSION, e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    std::snprintf(error, error_size, "PyTorch %s: %s", TORCH_VERSION, e.what());
+  } catch (...) {
+    std::snprintf(error, error_size, "PyTorch %s: an exception of unknown type", TORCH_VERSION);
+  }
+  return 1;
+}
+
+constexpr uint32_t kAllDtypes = (1u << SDPA_CTS_DTYPE_F64) | (1u << SDPA_CTS_DTYPE_F32) |
+                                (1u << SDPA_CTS_DTYPE_F16) | (1u << SDPA_CTS_DTYPE_BF16);
+constexpr uint32_t kCommonFlags = SDPA_CTS_CAP_BOOL_MASK | SDPA_CTS_CAP_ADDITIVE_MASK |
+                                  SDPA_CTS_CAP_CAUSAL_TOP_LEFT | SDPA_CTS_CAP_CAUSAL_BOTTOM_RIGHT |
+                                  SDPA_CTS_CAP_GQA;
+
+const sdpa_cts_backend kBackends[] = {
+    {
+        sizeof(sdpa_cts_backend),
+        "torch.sdpa",
+        nullptr,
+        {
+            sizeof(sdpa_cts_capabilities),
+            kAllDtypes,
+            SDPA_CTS_DEVICE_CPU,
+            0,  // no head-dim limit (the math path takes what the flash kernel does not)
+            1,
+            kCommonFlags | SDPA_CTS_CAP_DIFFERENT_V_DIM | SDPA_CTS_CAP_EMPTY_PROBLEMS,
+            0,  // no dispatcher trait: it is judged, not picked
+            SDPA_CTS_MEMORY_HOST,
+        },
+        torch_precision,
+        torch_supports,
+        torch_run<Op::sdpa>,
+    },
+    {
+        sizeof(sdpa_cts_backend),
+        "torch.flash_cpu",
+        nullptr,
+        {
+            sizeof(sdpa_cts_capabilities),
+            kAllDtypes,
+            SDPA_CTS_DEVICE_CPU,
+            0,
+            1,
+            kCommonFlags | SDPA_CTS_CAP_LSE,
+            0,  // no dispatcher trait: it is judged, not picked
+            SDPA_CTS_MEMORY_HOST,
+        },
+        torch_precision,
+        torch_supports,
+        torch_run<Op::flash_cpu>,
+    },
+};
+
+const sdpa_cts_plugin kPlugin = {
+    SDPA_CTS_PLUGIN_ABI_FIELDS, "sdpa-cts-torch", TORCH_VERSION, 2, kBackends,
+};
+
+}  // namespace
+
+extern "C" SDPA_CTS_PLUGIN_EXPORT const sdpa_cts_plugin* sdpa_cts_plugin_entry(
+    uint32_t host_abi_major, uint32_t) {
+  return host_abi_major == SDPA_CTS_PLUGIN_ABI_MAJOR ? &kPlugin : nullptr;
+}
