@@ -15,6 +15,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -102,8 +103,27 @@ void load_queries(const Plan& pl, const RowSet& rs, std::int64_t r, std::int64_t
   }
 }
 
-// Processes chunk c of a row set: writes every row's partial (acc, m, l).
-void run_unit(const Plan& pl, const RowSet& rs, std::int64_t c, float* wave, Scratch& sc) {
+// Whether the items of a row set take the decode path (dot_keys and acc_values, no GEMM).
+bool decode_shape(const Plan& pl, const RowSet& rs) {
+  return pl.g.group * pl.g.lq(rs.b) <= kDirectRows;
+}
+
+// The K rows that chunk c of a row set reads when it takes the decode path with K read in
+// place (for the unit before it to prefetch); none otherwise.
+vk::Prefetch keys_of(const Plan& pl, const RowSet& rs, std::int64_t c) {
+  const Problem& p = pl.p;
+  if (!decode_shape(pl, rs) || p.k.stride[3] != 1) return {};
+  const std::int64_t sb = pl.g.skv(rs.b), c0 = c * rs.chunk, c1 = std::min(sb, c0 + rs.chunk);
+  if (c1 <= c0) return {};
+  const auto esz = static_cast<std::int64_t>(pl.esz);
+  return {at(pl.buf.k, pl.g.kv_row(p.k, rs.b, rs.hk, c0), pl.esz), p.k.stride[2] * esz,
+          p.head_dim_qk * esz, c1 - c0};
+}
+
+// Processes chunk c of a row set: writes every row's partial (acc, m, l). `next_keys`: the
+// keys of the unit this thread runs next, prefetched into L2 while V is summed.
+void run_unit(const Plan& pl, const RowSet& rs, std::int64_t c, float* wave, Scratch& sc,
+              const vk::Prefetch& next_keys) {
   const Problem& p = pl.p;
   const Geometry& g = pl.g;
   const vk::Table& t = pl.t;
@@ -159,7 +179,7 @@ void run_unit(const Plan& pl, const RowSet& rs, std::int64_t c, float* wave, Scr
   const void* v0 = at(pl.buf.v, g.kv_row(p.v, rs.b, rs.hk, ja), pl.esz);
   float* tmp = Scratch::grow(sc.tmp, std::max(n, dq) + 16);
 
-  if (g.group * lb <= kDirectRows) {
+  if (decode_shape(pl, rs)) {
     // Decode shape: dot products and value sums straight from K and V (no packing).
     float* q = Scratch::grow(sc.q, m * pl.ldq);
     load_queries(pl, rs, rs.r0, m, q, pl.ldq);
@@ -181,7 +201,8 @@ void run_unit(const Plan& pl, const RowSet& rs, std::int64_t c, float* wave, Scr
         t.load_row(p.dtype, at(v0, j * p.v.stride[2], pl.esz), p.v.stride[3], dv, vc + j * dv);
       vt = DType::f32, vp = vc, vs = dv;
     }
-    t.dot_keys(kt, q, pl.ldq, m, kp, ks, n, dq, s, lds);
+    const std::int64_t vesz = static_cast<std::int64_t>(dtype_size(vt));
+    t.dot_keys(kt, q, pl.ldq, m, kp, ks, n, dq, s, lds, {vp, vs * vesz, dv * vesz, n});
     for (std::int64_t r = 0; r < m; ++r) {
       const QueryRow qr = query_row(g, rs, rs.r0 + r);
       const RowStats st =
@@ -192,10 +213,10 @@ void run_unit(const Plan& pl, const RowSet& rs, std::int64_t c, float* wave, Scr
     }
     // All rows at once (V is read once per GQA group); partials of consecutive rows are
     // chunks * ldpart floats apart, a multiple of 16.
-    t.acc_values(vt, s, lds, m, vp, vs, n, dv, partial(0), rs.chunks * pl.ldpart);
+    t.acc_values(vt, s, lds, m, vp, vs, n, dv, partial(0), rs.chunks * pl.ldpart, next_keys);
     guard_overflow(0, m, s, lds, 0, n, [&](std::int64_t r, const float* srow) {
       std::fill(partial(r), partial(r) + pl.ldo, 0.0f);
-      t.acc_values(vt, srow, lds, 1, vp, vs, n, dv, partial(r), pl.ldpart);
+      t.acc_values(vt, srow, lds, 1, vp, vs, n, dv, partial(r), pl.ldpart, {});
     });
     return;
   }
@@ -376,6 +397,8 @@ void run_problem(const Problem& p, const Buffers& buf, const Device& device,
   // Never more threads than items: small problems skip the fork.
   const int threads = static_cast<int>(
       std::min<std::int64_t>(thread_count(options), std::max<std::int64_t>(max_units, 1)));
+  std::vector<std::atomic<std::int64_t>> claimed(waves.size());  // units claimed, per wave
+  for (auto& c : claimed) c.store(0, std::memory_order_relaxed);
 #pragma omp parallel num_threads(threads)
   {
     Scratch sc;
@@ -384,14 +407,28 @@ void run_problem(const Problem& p, const Buffers& buf, const Device& device,
 #pragma omp for schedule(static) nowait
     for (std::int64_t bh = 0; bh < slices; ++bh)
       write_padding(pl, bh / p.heads_q, bh % p.heads_q, out);
-    for (const Wave& w : waves) {
+    for (std::size_t wi = 0; wi < waves.size(); ++wi) {
+      const Wave& w = waves[wi];
       const auto nu = std::ssize(w.units);
       const auto nrows = std::ssize(w.rows);
-#pragma omp for schedule(dynamic, 1)
-      for (std::int64_t u = 0; u < nu; ++u) {
+      // Dynamic scheduling, one unit at a time, each claimed one unit ahead: a thread knows
+      // the unit it runs next and prefetches its keys while it sums the current unit's
+      // values, so that its core keeps reading memory between units. Which thread runs a
+      // unit changes no bits.
+      std::atomic<std::int64_t>& counter = claimed[wi];
+      std::int64_t u = counter.fetch_add(1, std::memory_order_relaxed);
+      while (u < nu) {
+        const std::int64_t next = counter.fetch_add(1, std::memory_order_relaxed);
         const Wave::Unit& un = w.units[static_cast<std::size_t>(u)];
-        run_unit(pl, sets[static_cast<std::size_t>(un.set)], un.chunk, part, sc);
+        vk::Prefetch pf;
+        if (next < nu) {
+          const Wave::Unit& nx = w.units[static_cast<std::size_t>(next)];
+          pf = keys_of(pl, sets[static_cast<std::size_t>(nx.set)], nx.chunk);
+        }
+        run_unit(pl, sets[static_cast<std::size_t>(un.set)], un.chunk, part, sc, pf);
+        u = next;
       }
+#pragma omp barrier
 #pragma omp for schedule(dynamic, 64)
       for (std::int64_t x = 0; x < nrows; ++x) {
         const Wave::Row& row = w.rows[static_cast<std::size_t>(x)];

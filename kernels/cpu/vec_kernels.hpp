@@ -17,6 +17,14 @@
 
 namespace sdpa::cpu::vk {
 
+// Rows a caller will read next, prefetched into L2 by a decode kernel while it streams its
+// own operand (spread evenly over its keys), so that one core keeps two streams in flight:
+// row i at base + i * stride bytes, row_bytes each, for i < rows. base = nullptr: none.
+struct Prefetch {
+  const void* base = nullptr;
+  std::int64_t stride = 0, row_bytes = 0, rows = 0;
+};
+
 struct Table {
   const char* name;  // "scalar", "avx2" or "avx512"
   int mr;            // rows of the GEMM micro-tile
@@ -50,14 +58,16 @@ struct Table {
   // Decode-shaped dot products, reading keys in place: s[r*lds + j] = sum_e q[r*ldq + e] *
   // K[j*k_stride + e] for r < m (m <= 8), j < n, e < d; K rows contiguous (elements of t);
   // q rows zero-padded to ldq, a multiple of 16 >= d.
+  // `next`: rows to prefetch into L2 meanwhile (the chunk's V, which acc_values reads next).
   void (*dot_keys)(DType t, const float* q, std::int64_t ldq, std::int64_t m, const void* k,
                    std::int64_t k_stride, std::int64_t n, std::int64_t d, float* s,
-                   std::int64_t lds);
+                   std::int64_t lds, const Prefetch& next);
   // acc[r*ldacc + e] += sum_j p[r*ldp + j] * V[j*v_stride + e], summed in increasing j, for
   // r < m (m <= 8), e < dv; V rows contiguous; ldacc a multiple of 16 >= dv.
+  // `next`: rows to prefetch into L2 meanwhile (the K of the caller's next chunk, if known).
   void (*acc_values)(DType t, const float* p, std::int64_t ldp, std::int64_t m, const void* v,
                      std::int64_t v_stride, std::int64_t n, std::int64_t dv, float* acc,
-                     std::int64_t ldacc);
+                     std::int64_t ldacc, const Prefetch& next);
 };
 
 // The table of a target (avx512bf16 uses the avx512 table: these kernels compute in f32).

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <utility>
 
 #include "core/dtype.hpp"
@@ -69,6 +70,53 @@ inline V vload_b(const std::uint16_t* p) {
 }
 inline V vload_b_n(const std::uint16_t* p, int n) {
   return bf16_widen(_mm256_maskz_loadu_epi16(first_n(n), p));
+}
+// Elements [0, 16) and [16, 32) of 32 bf16 at p, widened: one 64-byte load and one word
+// permutation each (vpermw, zeroing the low halves), instead of vpmovzxwd and vpslld.
+inline void vload_b2(const std::uint16_t* p, V& a, V& b) {
+  alignas(64) static constexpr std::uint16_t kLo[32] = {0, 0, 0, 1, 0, 2, 0, 3, 0, 4, 0,
+                                                         5, 0, 6, 0, 7, 0, 8, 0, 9, 0, 10,
+                                                         0, 11, 0, 12, 0, 13, 0, 14, 0, 15};
+  alignas(64) static constexpr std::uint16_t kHi[32] = {0, 16, 0, 17, 0, 18, 0, 19, 0, 20, 0,
+                                                         21, 0, 22, 0, 23, 0, 24, 0, 25, 0, 26,
+                                                         0, 27, 0, 28, 0, 29, 0, 30, 0, 31};
+  const __m512i x = _mm512_loadu_si512(p);
+  constexpr __mmask32 kOdd = 0xAAAAAAAAu;
+  a.x = _mm512_castsi512_ps(_mm512_maskz_permutexvar_epi16(kOdd, _mm512_load_si512(kLo), x));
+  b.x = _mm512_castsi512_ps(_mm512_maskz_permutexvar_epi16(kOdd, _mm512_load_si512(kHi), x));
+}
+// The 32 bf16 at p widened as even = elements 0, 2, ..., 30 and odd = 1, 3, ..., 31: one
+// load, one shift and one and (for sums whose lanes are independent, like P V).
+inline void vload_b_eo(const std::uint16_t* p, V& even, V& odd) {
+  const __m512i x = _mm512_loadu_si512(p);
+  even.x = _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));
+  odd.x =
+      _mm512_castsi512_ps(_mm512_and_si512(x, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
+}
+// out[k] = vhsum(a[k]) for k < 8, bit for bit (the same pairs in the same order), by
+// transposing partial sums: 25 instructions instead of 8 x 8.
+inline void vhsum8(const V* a, float* out) {
+  __m512 h[4];
+  for (int k = 0; k < 4; ++k) {  // h[k] = [a[2k][i] + a[2k][i+8], a[2k+1][i] + a[2k+1][i+8]]
+    const __m512 x = _mm512_shuffle_f32x4(a[2 * k].x, a[2 * k + 1].x, _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512 y = _mm512_shuffle_f32x4(a[2 * k].x, a[2 * k + 1].x, _MM_SHUFFLE(3, 2, 3, 2));
+    h[k] = _mm512_add_ps(x, y);
+  }
+  __m512 q[2];
+  for (int k = 0; k < 2; ++k) {  // 128-bit lane c of q[k]: key 4k + c, h[i] + h[i+4]
+    const __m512 x = _mm512_shuffle_f32x4(h[2 * k], h[2 * k + 1], _MM_SHUFFLE(2, 0, 2, 0));
+    const __m512 y = _mm512_shuffle_f32x4(h[2 * k], h[2 * k + 1], _MM_SHUFFLE(3, 1, 3, 1));
+    q[k] = _mm512_add_ps(x, y);
+  }
+  // Lane c: [q0 + q2, q1 + q3] of key c, then of key 4 + c.
+  const __m512 r = _mm512_add_ps(_mm512_shuffle_ps(q[0], q[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm512_shuffle_ps(q[0], q[1], _MM_SHUFFLE(3, 2, 3, 2)));
+  // Lane c: [sum of key c, sum of key 4 + c, (copies)].
+  const __m512 z = _mm512_add_ps(_mm512_shuffle_ps(r, r, _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm512_shuffle_ps(r, r, _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512 o =
+      _mm512_permutexvar_ps(_mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 13, 9, 5, 1, 12, 8, 4, 0), z);
+  _mm256_storeu_ps(out, _mm512_castps512_ps256(o));
 }
 inline __m256i narrow_h(V a) {
   return _mm512_cvtps_ph(a.x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -186,6 +234,19 @@ inline V vload_b_n(const std::uint16_t* p, int n) {
   alignas(32) std::uint16_t t[16] = {};
   std::memcpy(t, p, static_cast<std::size_t>(n) * 2);
   return vload_b(t);
+}
+inline void vload_b2(const std::uint16_t* p, V& a, V& b) {
+  a = vload_b(p);
+  b = vload_b(p + 16);
+}
+inline void vload_b_eo(const std::uint16_t* p, V& even, V& odd) {
+  const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16));
+  const __m256i hi = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+  even = {_mm256_castsi256_ps(_mm256_slli_epi32(x0, 16)),
+          _mm256_castsi256_ps(_mm256_slli_epi32(x1, 16))};
+  odd = {_mm256_castsi256_ps(_mm256_and_si256(x0, hi)),
+         _mm256_castsi256_ps(_mm256_and_si256(x1, hi))};
 }
 inline void vstore_h(std::uint16_t* p, V a) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
@@ -318,6 +379,16 @@ inline V vload_b_n(const std::uint16_t* p, int n) {
   for (int i = 0; i < n; ++i) r.x[i] = bf16_to_float(p[i]);
   return r;
 }
+inline void vload_b2(const std::uint16_t* p, V& a, V& b) {
+  a = vload_b(p);
+  b = vload_b(p + 16);
+}
+inline void vload_b_eo(const std::uint16_t* p, V& even, V& odd) {
+  for (int i = 0; i < 16; ++i) {
+    even.x[i] = bf16_to_float(p[2 * i]);
+    odd.x[i] = bf16_to_float(p[2 * i + 1]);
+  }
+}
 inline void vstore_h(std::uint16_t* p, V a) {
   for (int i = 0; i < 16; ++i) p[i] = float_to_half(a.x[i]);
 }
@@ -336,12 +407,19 @@ inline V vexp(V a) {
 }
 #endif
 
+#if SDPA_VK_LEVEL < 2
+inline void vhsum8(const V* a, float* out) {
+  for (int k = 0; k < 8; ++k) out[k] = vhsum(a[k]);
+}
+#endif
+
 // ------------------------------------------------------------------ typed element access
 
 struct F32 {
   using T = float;
   static V load(const T* p) { return vloadu(p); }
   static V load_n(const T* p, int n) { return vload_n(p, n, 0.0f); }
+  static void load2(const T* p, V& a, V& b) { a = vloadu(p), b = vloadu(p + 16); }
   static void store(T* p, V a) { vstoreu(p, a); }
   static void store_n(T* p, V a, int n) { vstore_n(p, a, n); }
   static float get(const T* p) { return *p; }
@@ -351,6 +429,7 @@ struct F16 {
   using T = std::uint16_t;
   static V load(const T* p) { return vload_h(p); }
   static V load_n(const T* p, int n) { return vload_h_n(p, n); }
+  static void load2(const T* p, V& a, V& b) { a = vload_h(p), b = vload_h(p + 16); }
   static void store(T* p, V a) { vstore_h(p, a); }
   static void store_n(T* p, V a, int n) { vstore_h_n(p, a, n); }
   static float get(const T* p) { return half_to_float(*p); }
@@ -360,6 +439,7 @@ struct BF16 {
   using T = std::uint16_t;
   static V load(const T* p) { return vload_b(p); }
   static V load_n(const T* p, int n) { return vload_b_n(p, n); }
+  static void load2(const T* p, V& a, V& b) { vload_b2(p, a, b); }
   static void store(T* p, V a) { vstore_b(p, a); }
   static void store_n(T* p, V a, int n) { vstore_b_n(p, a, n); }
   static float get(const T* p) { return bf16_to_float(*p); }
@@ -539,51 +619,135 @@ void row_add(float* s, const float* b, std::int64_t n) {
 
 constexpr std::int64_t kPrefetchKeys = 16;  // keys ahead of the one being read
 
+// Software prefetch of `bytes` bytes at p into L1 (the kernel's own operand, a few keys
+// ahead) or L2 (the caller's next rows): decode is bound by how fast a core streams K and V.
+inline void prefetch_l1(const void* p, std::int64_t bytes) {
+#if SDPA_VK_LEVEL >= 1
+  const char* c = static_cast<const char*>(p);
+  for (std::int64_t b = 0; b < bytes; b += 64) _mm_prefetch(c + b, _MM_HINT_T0);
+#else
+  (void)p, (void)bytes;
+#endif
+}
+inline void prefetch_l2(const void* p, std::int64_t bytes) {
+#if SDPA_VK_LEVEL >= 1
+  const char* c = static_cast<const char*>(p);
+  for (std::int64_t b = 0; b < bytes; b += 64) _mm_prefetch(c + b, _MM_HINT_T1);
+#else
+  (void)p, (void)bytes;
+#endif
+}
+
+// The caller's next rows (Prefetch), brought into L2 evenly over a kernel's `keys` keys:
+// step() once per key.
+class PrefetchStream {
+ public:
+  PrefetchStream(const Prefetch& p, std::int64_t keys)
+      : p_(static_cast<const char*>(p.base)),
+        stride_(p.stride),
+        bytes_(p.row_bytes),
+        left_(p.base ? p.rows : 0),
+        num_(p.rows),
+        den_(std::max<std::int64_t>(keys, 1)) {}
+  void step() {
+    if (left_ <= 0) return;
+    acc_ += num_;
+    for (; acc_ >= den_ && left_ > 0; acc_ -= den_, --left_, p_ += stride_) prefetch_l2(p_, bytes_);
+  }
+
+ private:
+  const char* p_;
+  std::int64_t stride_, bytes_, left_, num_, den_, acc_ = 0;
+};
+
+// s[r*lds + j] for rows r < R and keys [j, j + KB): acc[r][b] runs over the head dim in
+// 16-element blocks, in increasing order, then vhsum: every logit has the same operation
+// order as a lone key would (the KB keys only give the core independent chains).
+template <typename E, int R, int KB>
+inline void dot_keys_group(const float* q, std::int64_t ldq, const typename E::T* kj,
+                           std::int64_t ks, std::int64_t d, V (&acc)[R * KB]) {
+  const std::int64_t full32 = d / 32 * 32, full = d / 16 * 16;
+  const int tail = static_cast<int>(d - full);
+  for (int x = 0; x < R * KB; ++x) acc[x] = vzero();
+  std::int64_t e = 0;
+  for (; e < full32; e += 32) {
+    for (int b = 0; b < KB; ++b) {
+      V k0, k1;
+      E::load2(kj + b * ks + e, k0, k1);
+      for (int r = 0; r < R; ++r)
+        acc[r * KB + b] = vfma(vloadu(q + r * ldq + e), k0, acc[r * KB + b]);
+      for (int r = 0; r < R; ++r)
+        acc[r * KB + b] = vfma(vloadu(q + r * ldq + e + 16), k1, acc[r * KB + b]);
+    }
+  }
+  if (e < full) {
+    for (int b = 0; b < KB; ++b) {
+      const V kv = E::load(kj + b * ks + e);
+      for (int r = 0; r < R; ++r)
+        acc[r * KB + b] = vfma(vloadu(q + r * ldq + e), kv, acc[r * KB + b]);
+    }
+  }
+  if (tail) {
+    for (int b = 0; b < KB; ++b) {
+      const V kv = E::load_n(kj + b * ks + full, tail);
+      for (int r = 0; r < R; ++r)
+        acc[r * KB + b] = vfma(vloadu(q + r * ldq + full), kv, acc[r * KB + b]);
+    }
+  }
+}
+
 template <typename E, int R>
 void dot_keys_rows(const float* q, std::int64_t ldq, const typename E::T* k, std::int64_t ks,
-                   std::int64_t n, std::int64_t d, float* s, std::int64_t lds) {
-  const std::int64_t full = d / 16 * 16;
-  const int tail = static_cast<int>(d - full);
-  for (std::int64_t j = 0; j < n; ++j) {
+                   std::int64_t n, std::int64_t d, float* s, std::int64_t lds,
+                   PrefetchStream& next) {
+  constexpr int KB = R == 3 ? 2 : 8 / R;  // keys at a time: R * KB independent sums
+  const std::int64_t kbytes = d * static_cast<std::int64_t>(sizeof(typename E::T));
+  std::int64_t j = 0;
+  for (; j + KB <= n; j += KB) {
     const typename E::T* kj = k + j * ks;
-#if SDPA_VK_LEVEL >= 1
-    // Software prefetch a few keys ahead: decode is bound by how fast one core streams K.
-    if (j + kPrefetchKeys < n) {
-      const char* pf = reinterpret_cast<const char*>(kj + kPrefetchKeys * ks);
-      for (std::int64_t b = 0; b < d * static_cast<std::int64_t>(sizeof(typename E::T)); b += 64)
-        _mm_prefetch(pf + b, _MM_HINT_T0);
+    for (int b = 0; b < KB; ++b)
+      if (j + b + kPrefetchKeys < n) prefetch_l1(kj + (b + kPrefetchKeys) * ks, kbytes);
+    for (int b = 0; b < KB; ++b) next.step();
+    V acc[R * KB];
+    dot_keys_group<E, R, KB>(q, ldq, kj, ks, d, acc);
+    if constexpr (R * KB == 8) {
+      float out[8];
+      vhsum8(acc, out);
+      for (int r = 0; r < R; ++r)
+        for (int b = 0; b < KB; ++b) s[r * lds + j + b] = out[r * KB + b];
+    } else {
+      for (int r = 0; r < R; ++r)
+        for (int b = 0; b < KB; ++b) s[r * lds + j + b] = vhsum(acc[r * KB + b]);
     }
-#endif
+  }
+  for (; j < n; ++j) {
+    const typename E::T* kj = k + j * ks;
+    if (j + kPrefetchKeys < n) prefetch_l1(kj + kPrefetchKeys * ks, kbytes);
+    next.step();
     V acc[R];
-    for (int r = 0; r < R; ++r) acc[r] = vzero();
-    for (std::int64_t e = 0; e < full; e += 16) {
-      const V kv = E::load(kj + e);
-      for (int r = 0; r < R; ++r) acc[r] = vfma(vloadu(q + r * ldq + e), kv, acc[r]);
-    }
-    if (tail) {
-      const V kv = E::load_n(kj + full, tail);
-      for (int r = 0; r < R; ++r) acc[r] = vfma(vloadu(q + r * ldq + full), kv, acc[r]);
-    }
+    dot_keys_group<E, R, 1>(q, ldq, kj, ks, d, acc);
     for (int r = 0; r < R; ++r) s[r * lds + j] = vhsum(acc[r]);
   }
 }
 
 void dot_keys(DType t, const float* q, std::int64_t ldq, std::int64_t m, const void* k,
-              std::int64_t k_stride, std::int64_t n, std::int64_t d, float* s, std::int64_t lds) {
+              std::int64_t k_stride, std::int64_t n, std::int64_t d, float* s, std::int64_t lds,
+              const Prefetch& pf) {
+  PrefetchStream next(pf, (m + 3) / 4 * n);
   with_elem(t, [&]<typename E>() {
     const auto* kp = static_cast<const typename E::T*>(k);
     std::int64_t r = 0;
     for (; r + 4 <= m; r += 4)
-      dot_keys_rows<E, 4>(q + r * ldq, ldq, kp, k_stride, n, d, s + r * lds, lds);
+      dot_keys_rows<E, 4>(q + r * ldq, ldq, kp, k_stride, n, d, s + r * lds, lds, next);
     switch (m - r) {
       case 3:
-        dot_keys_rows<E, 3>(q + r * ldq, ldq, kp, k_stride, n, d, s + r * lds, lds);
+        dot_keys_rows<E, 3>(q + r * ldq, ldq, kp, k_stride, n, d, s + r * lds, lds, next);
         break;
       case 2:
-        dot_keys_rows<E, 2>(q + r * ldq, ldq, kp, k_stride, n, d, s + r * lds, lds);
+        dot_keys_rows<E, 2>(q + r * ldq, ldq, kp, k_stride, n, d, s + r * lds, lds, next);
         break;
       case 1:
-        dot_keys_rows<E, 1>(q + r * ldq, ldq, kp, k_stride, n, d, s + r * lds, lds);
+        dot_keys_rows<E, 1>(q + r * ldq, ldq, kp, k_stride, n, d, s + r * lds, lds, next);
         break;
       default:
         break;
@@ -595,7 +759,7 @@ void dot_keys(DType t, const float* q, std::int64_t ldq, std::int64_t m, const v
 template <typename E, int R, int NB>
 void acc_values_block(const float* p, std::int64_t ldp, const typename E::T* v, std::int64_t vs,
                       std::int64_t n, std::int64_t dv, std::int64_t e0, float* acc,
-                      std::int64_t ldacc) {
+                      std::int64_t ldacc, PrefetchStream& next) {
   V a[R][NB];
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < NB; ++t) a[r][t] = vloadu(acc + r * ldacc + e0 + 16 * t);
@@ -603,13 +767,9 @@ void acc_values_block(const float* p, std::int64_t ldp, const typename E::T* v, 
   const int last = static_cast<int>(std::min<std::int64_t>(16, rem - 16 * (NB - 1)));
   for (std::int64_t j = 0; j < n; ++j) {
     const typename E::T* vj = v + j * vs + e0;
-#if SDPA_VK_LEVEL >= 1
-    if (j + kPrefetchKeys < n) {
-      const char* pf = reinterpret_cast<const char*>(vj + kPrefetchKeys * vs);
-      for (int b = 0; b < 16 * NB * static_cast<int>(sizeof(typename E::T)); b += 64)
-        _mm_prefetch(pf + b, _MM_HINT_T0);
-    }
-#endif
+    if (j + kPrefetchKeys < n)
+      prefetch_l1(vj + kPrefetchKeys * vs, 16 * NB * static_cast<int>(sizeof(typename E::T)));
+    next.step();
     V x[NB];
     for (int t = 0; t < NB - 1; ++t) x[t] = E::load(vj + 16 * t);
     x[NB - 1] = last == 16 ? E::load(vj + 16 * (NB - 1)) : E::load_n(vj + 16 * (NB - 1), last);
@@ -622,24 +782,78 @@ void acc_values_block(const float* p, std::int64_t ldp, const typename E::T* v, 
     for (int t = 0; t < NB; ++t) vstoreu(acc + r * ldacc + e0 + 16 * t, a[r][t]);
 }
 
+// bf16 V, columns [e0, e0 + 32*NP): the accumulators are held with even and odd columns in
+// separate vectors, so that each 64 bytes of V is widened by one shift and one and. Every
+// element still gets acc = p_j v_j + acc in increasing j: the same bits.
+template <int R, int NP>
+void acc_values_block_bf16(const float* p, std::int64_t ldp, const std::uint16_t* v,
+                           std::int64_t vs, std::int64_t n, std::int64_t e0, float* acc,
+                           std::int64_t ldacc, PrefetchStream& next) {
+  V ev[R][NP], od[R][NP];
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < NP; ++t) {
+      const float* src = acc + r * ldacc + e0 + 32 * t;
+      alignas(64) float e[16], o[16];
+      for (int i = 0; i < 16; ++i) e[i] = src[2 * i], o[i] = src[2 * i + 1];
+      ev[r][t] = vloadu(e);
+      od[r][t] = vloadu(o);
+    }
+  }
+  for (std::int64_t j = 0; j < n; ++j) {
+    const std::uint16_t* vj = v + j * vs + e0;
+    if (j + kPrefetchKeys < n) prefetch_l1(vj + kPrefetchKeys * vs, 64 * NP);
+    next.step();
+    V xe[NP], xo[NP];
+    for (int t = 0; t < NP; ++t) vload_b_eo(vj + 32 * t, xe[t], xo[t]);
+    for (int r = 0; r < R; ++r) {
+      const V pj = vset1(p[r * ldp + j]);
+      for (int t = 0; t < NP; ++t) {
+        ev[r][t] = vfma(pj, xe[t], ev[r][t]);
+        od[r][t] = vfma(pj, xo[t], od[r][t]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < NP; ++t) {
+      float* dst = acc + r * ldacc + e0 + 32 * t;
+      alignas(64) float e[16], o[16];
+      vstoreu(e, ev[r][t]);
+      vstoreu(o, od[r][t]);
+      for (int i = 0; i < 16; ++i) dst[2 * i] = e[i], dst[2 * i + 1] = o[i];
+    }
+  }
+}
+
 template <typename E, int R>
 void acc_values_rows(const float* p, std::int64_t ldp, const typename E::T* v, std::int64_t vs,
-                     std::int64_t n, std::int64_t dv, float* acc, std::int64_t ldacc) {
+                     std::int64_t n, std::int64_t dv, float* acc, std::int64_t ldacc,
+                     PrefetchStream& next) {
+  std::int64_t e0 = 0;
+  if constexpr (std::is_same_v<E, BF16>) {
+    // Whole 32-column groups, up to 4 (R = 1), 2 (R = 2) or 1 at a time (16 accumulators).
+    constexpr int kPairs = R == 1 ? 4 : R == 2 ? 2 : 1;
+    for (; e0 + 32 * kPairs <= dv; e0 += 32 * kPairs)
+      acc_values_block_bf16<R, kPairs>(p, ldp, v, vs, n, e0, acc, ldacc, next);
+    for (; e0 + 32 <= dv; e0 += 32)
+      acc_values_block_bf16<R, 1>(p, ldp, v, vs, n, e0, acc, ldacc, next);
+  }
   constexpr int kBlock = R <= 2 ? 4 : 2;  // vectors per block: keeps R*kBlock accumulators small
-  for (std::int64_t e0 = 0; e0 < dv; e0 += 16 * kBlock) {
+  for (; e0 < dv; e0 += 16 * kBlock) {
     const std::int64_t nb = std::min<std::int64_t>(kBlock, (dv - e0 + 15) / 16);
     switch (nb) {
       case 4:
-        if constexpr (kBlock >= 4) acc_values_block<E, R, 4>(p, ldp, v, vs, n, dv, e0, acc, ldacc);
+        if constexpr (kBlock >= 4)
+          acc_values_block<E, R, 4>(p, ldp, v, vs, n, dv, e0, acc, ldacc, next);
         break;
       case 3:
-        if constexpr (kBlock >= 3) acc_values_block<E, R, 3>(p, ldp, v, vs, n, dv, e0, acc, ldacc);
+        if constexpr (kBlock >= 3)
+          acc_values_block<E, R, 3>(p, ldp, v, vs, n, dv, e0, acc, ldacc, next);
         break;
       case 2:
-        acc_values_block<E, R, 2>(p, ldp, v, vs, n, dv, e0, acc, ldacc);
+        acc_values_block<E, R, 2>(p, ldp, v, vs, n, dv, e0, acc, ldacc, next);
         break;
       default:
-        acc_values_block<E, R, 1>(p, ldp, v, vs, n, dv, e0, acc, ldacc);
+        acc_values_block<E, R, 1>(p, ldp, v, vs, n, dv, e0, acc, ldacc, next);
         break;
     }
   }
@@ -647,21 +861,26 @@ void acc_values_rows(const float* p, std::int64_t ldp, const typename E::T* v, s
 
 void acc_values(DType t, const float* p, std::int64_t ldp, std::int64_t m, const void* v,
                 std::int64_t v_stride, std::int64_t n, std::int64_t dv, float* acc,
-                std::int64_t ldacc) {
+                std::int64_t ldacc, const Prefetch& pf) {
+  PrefetchStream next(pf, n);
   with_elem(t, [&]<typename E>() {
     const auto* vp = static_cast<const typename E::T*>(v);
     std::int64_t r = 0;
     for (; r + 4 <= m; r += 4)
-      acc_values_rows<E, 4>(p + r * ldp, ldp, vp, v_stride, n, dv, acc + r * ldacc, ldacc);
+      acc_values_rows<E, 4>(p + r * ldp, ldp, vp, v_stride, n, dv, acc + r * ldacc, ldacc,
+                              next);
     switch (m - r) {
       case 3:
-        acc_values_rows<E, 3>(p + r * ldp, ldp, vp, v_stride, n, dv, acc + r * ldacc, ldacc);
+        acc_values_rows<E, 3>(p + r * ldp, ldp, vp, v_stride, n, dv, acc + r * ldacc, ldacc,
+                              next);
         break;
       case 2:
-        acc_values_rows<E, 2>(p + r * ldp, ldp, vp, v_stride, n, dv, acc + r * ldacc, ldacc);
+        acc_values_rows<E, 2>(p + r * ldp, ldp, vp, v_stride, n, dv, acc + r * ldacc, ldacc,
+                              next);
         break;
       case 1:
-        acc_values_rows<E, 1>(p + r * ldp, ldp, vp, v_stride, n, dv, acc + r * ldacc, ldacc);
+        acc_values_rows<E, 1>(p + r * ldp, ldp, vp, v_stride, n, dv, acc + r * ldacc, ldacc,
+                              next);
         break;
       default:
         break;
