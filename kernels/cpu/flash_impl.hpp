@@ -1,8 +1,11 @@
 // The cpu.flash kernel (FlashAttention-2 forward), compiled once per SIMD target: each
-// flash_<target>.cpp defines FLASH_LEVEL (0 scalar, 1 avx2, 2 avx512, 3 avx512bf16) and
-// FLASH_ENTRY (the exported function's name), then includes this file. Everything but the
-// entry point has internal linkage, so the linker never merges code compiled with one
-// target's instruction set into another's.
+// flash_<target>.cpp (built with that target's instruction-set flags by sdpa_cts_isa_sources)
+// defines FLASH_TARGET (its IsaTarget) and FLASH_ENTRY (the exported function's name), then
+// includes this file. The vector code is written against the SIMD layer
+// (kernels/cpu/simd/simd.hpp: 16-lane f32 vectors, exp2, and on avx512bf16 the bf16 pair
+// operations), which supplies the target's implementation. Everything but the entry point has
+// internal linkage, so the linker never merges code compiled with one target's instruction
+// set into another's.
 //
 // One work item is a tile of up to kRowTile (head, query) rows sharing one kv head. The
 // tile is held transposed, rows along the vector lanes:
@@ -15,11 +18,6 @@
 // determinism and batch invariance rest on. A key block a row does not attend is an exact
 // no-op for that row (rescale by exactly 1, add exact zeros), so skipping it or not gives
 // the same bits.
-// GCC 12 reports its own intrinsics' "__Y = __Y" idiom (avx512fintrin.h) as uninitialized.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -29,341 +27,47 @@
 #include "core/philox.hpp"
 #include "kernels/cpu/flash_kernel.hpp"
 #include "kernels/cpu/overflow_guard.hpp"
+#include "kernels/cpu/simd/simd.hpp"
 
-#ifndef FLASH_LEVEL
-#error "define FLASH_LEVEL before including flash_impl.hpp"
+#if !defined(FLASH_ENTRY) || !defined(FLASH_TARGET)
+#error "define FLASH_ENTRY and FLASH_TARGET before including flash_impl.hpp"
 #endif
 
 namespace sdpa::cpu::flash {
 namespace {
 
+using namespace sdpa::cpu::simd;
+static_assert(kTarget == IsaTarget::FLASH_TARGET,
+              "this unit's instruction-set flags do not select its SIMD target");
+
 using i64 = std::int64_t;
 constexpr float kNegInf = -__builtin_inff();
 constexpr double kLog2eD = 1.44269504088896340736;
 constexpr double kLn2 = 0.693147180559945309417232121458;
+constexpr int W = kLanes;  // tile rows per vector
+#if defined(SDPA_SIMD_HAS_BF16_PAIRS)
+constexpr bool kBf16Pairs = true;  // the vdpbf16ps path can run
+#else
+constexpr bool kBf16Pairs = false;
+#endif
 
 inline i64 imin(i64 a, i64 b) { return a < b ? a : b; }
 inline i64 imax(i64 a, i64 b) { return a > b ? a : b; }
 inline i64 round_up(i64 a, i64 m) { return (a + m - 1) / m * m; }
 
-// 2^f for f in [-0.5, 0.5] (Cephes exp2f coefficients): relative error 7.9e-8 with fused
-// multiply-adds, about 1.3 units of f32 roundoff.
-constexpr float kP0 = 1.535336188319500e-4f, kP1 = 1.339887440266574e-3f,
-                kP2 = 9.618437357674640e-3f, kP3 = 5.550332471162809e-2f,
-                kP4 = 2.402264791363012e-1f, kP5 = 6.931472028550421e-1f;
-
-// Scalar 2^x with the same algorithm (no fused multiply-add), NaN kept. 2^n is applied as
-// 2^n1 2^n2 (n1 = floor(n / 2)), both normal, so results in (2^-150, 2^-126) come out as
-// subnormals rounded once instead of 0: a subnormal P times a V near the maximum is a normal
-// output term (found by the sampled property tests, gen=v_near_max).
-inline float scalar_exp2(float x) {
-  if (x != x) return x;
-  if (x < -160.0f) return 0.0f;
-  const float t = x + 12582912.0f;  // 1.5 * 2^23: rounds x to an integer
-  const float n = t - 12582912.0f;
-  const float f = x - n;  // exact, in [-0.5, 0.5]
-  float r = kP0;
-  r = r * f + kP1;
-  r = r * f + kP2;
-  r = r * f + kP3;
-  r = r * f + kP4;
-  r = r * f + kP5;
-  r = r * f + 1.0f;
-  const std::int32_t n1 = static_cast<std::int32_t>(n) >> 1;
-  const std::int32_t n2 = static_cast<std::int32_t>(n) - n1;
-  const std::uint32_t b1 = static_cast<std::uint32_t>(n1 + 127) << 23;
-  const std::uint32_t b2 = static_cast<std::uint32_t>(n2 + 127) << 23;
-  float s1, s2;
-  std::memcpy(&s1, &b1, 4);
-  std::memcpy(&s2, &b2, 4);
-  return (r * s1) * s2;
-}
-
-inline float bf16_bits_to_float(std::uint16_t b) {
-  const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-// ================================================================== vector primitives
-// VF: W f32 lanes (8, or 16 with AVX-512); VM: a lane mask.
-
-#if FLASH_LEVEL == 0
-constexpr int W = 8;
-
-struct VF {
-  float x[W];
-};
-struct VM {
-  bool x[W];
-};
-inline VF vset(float a) {
-  VF r;
-  for (int l = 0; l < W; ++l) r.x[l] = a;
-  return r;
-}
-inline VF vzero() { return vset(0.0f); }
-inline VF vload(const float* p) {
-  VF r;
-  for (int l = 0; l < W; ++l) r.x[l] = p[l];
-  return r;
-}
-inline void vstore(float* p, VF a) {
-  for (int l = 0; l < W; ++l) p[l] = a.x[l];
-}
-#define FLASH_VOP(name, expr)                    \
-  inline VF name(VF a, VF b) {                   \
-    VF r;                                        \
-    for (int l = 0; l < W; ++l) r.x[l] = (expr); \
-    return r;                                    \
-  }
-FLASH_VOP(vadd, a.x[l] + b.x[l])
-FLASH_VOP(vsub, a.x[l] - b.x[l])
-FLASH_VOP(vmul, a.x[l] * b.x[l])
-// Like x86 max: the second operand when either is NaN.
-FLASH_VOP(vmax, a.x[l] > b.x[l] ? a.x[l] : b.x[l])
-#undef FLASH_VOP
-inline VF vfma(VF a, VF b, VF c) {  // a * b + c, two roundings (portable)
-  VF r;
-  for (int l = 0; l < W; ++l) r.x[l] = a.x[l] * b.x[l] + c.x[l];
-  return r;
-}
-inline VM vle(VF a, VF b) {
-  VM r;
-  for (int l = 0; l < W; ++l) r.x[l] = a.x[l] <= b.x[l];
-  return r;
-}
-inline VM vlt(VF a, VF b) {
-  VM r;
-  for (int l = 0; l < W; ++l) r.x[l] = a.x[l] < b.x[l];
-  return r;
-}
-inline VM veq(VF a, VF b) {
-  VM r;
-  for (int l = 0; l < W; ++l) r.x[l] = a.x[l] == b.x[l];
-  return r;
-}
-inline VM vand(VM a, VM b) {
-  VM r;
-  for (int l = 0; l < W; ++l) r.x[l] = a.x[l] && b.x[l];
-  return r;
-}
-inline VF vselect(VM m, VF a, VF b) {  // m ? a : b
-  VF r;
-  for (int l = 0; l < W; ++l) r.x[l] = m.x[l] ? a.x[l] : b.x[l];
-  return r;
-}
-inline VF vexp2(VF a) {
-  VF r;
-  for (int l = 0; l < W; ++l) r.x[l] = scalar_exp2(a.x[l]);
-  return r;
-}
-
-#elif FLASH_LEVEL == 1  // AVX2: ymm
-constexpr int W = 8;
-
-struct VF {
-  __m256 x;
-};
-struct VM {
-  __m256 x;
-};
-inline VF vset(float a) { return {_mm256_set1_ps(a)}; }
-inline VF vzero() { return {_mm256_setzero_ps()}; }
-inline VF vload(const float* p) { return {_mm256_loadu_ps(p)}; }
-inline void vstore(float* p, VF a) { _mm256_storeu_ps(p, a.x); }
-inline VF vadd(VF a, VF b) { return {_mm256_add_ps(a.x, b.x)}; }
-inline VF vsub(VF a, VF b) { return {_mm256_sub_ps(a.x, b.x)}; }
-inline VF vmul(VF a, VF b) { return {_mm256_mul_ps(a.x, b.x)}; }
-inline VF vmax(VF a, VF b) { return {_mm256_max_ps(a.x, b.x)}; }
-inline VF vfma(VF a, VF b, VF c) { return {_mm256_fmadd_ps(a.x, b.x, c.x)}; }
-inline VM vle(VF a, VF b) { return {_mm256_cmp_ps(a.x, b.x, _CMP_LE_OQ)}; }
-inline VM vlt(VF a, VF b) { return {_mm256_cmp_ps(a.x, b.x, _CMP_LT_OQ)}; }
-inline VM veq(VF a, VF b) { return {_mm256_cmp_ps(a.x, b.x, _CMP_EQ_OQ)}; }
-inline VM vand(VM a, VM b) { return {_mm256_and_ps(a.x, b.x)}; }
-inline VF vselect(VM m, VF a, VF b) { return {_mm256_blendv_ps(b.x, a.x, m.x)}; }
-// 2^x: round x to n, 2^f by the polynomial, times 2^n built in the exponent field.
-// x < -160 gives 0 (also -inf), (-150, -126) subnormals; NaN stays NaN (max keeps its second
-// operand when NaN, and the NaN lane's n converts to the integer indefinite, a harmless finite
-// scale).
-inline VF vexp2(VF a) {
-  // Clamped at -160 (NaN kept: max returns its second operand); 2^n applied as 2^n1 2^n2
-  // like scalar_exp2, so (2^-150, 2^-126) gives subnormals and below gives exactly 0.
-  const __m256 x = _mm256_max_ps(_mm256_set1_ps(-160.0f), a.x);
-  const __m256 magic = _mm256_set1_ps(12582912.0f);
-  const __m256 t = _mm256_add_ps(x, magic);
-  const __m256 n = _mm256_sub_ps(t, magic);
-  const __m256 f = _mm256_sub_ps(x, n);
-  __m256 r = _mm256_fmadd_ps(_mm256_set1_ps(kP0), f, _mm256_set1_ps(kP1));
-  r = _mm256_fmadd_ps(r, f, _mm256_set1_ps(kP2));
-  r = _mm256_fmadd_ps(r, f, _mm256_set1_ps(kP3));
-  r = _mm256_fmadd_ps(r, f, _mm256_set1_ps(kP4));
-  r = _mm256_fmadd_ps(r, f, _mm256_set1_ps(kP5));
-  r = _mm256_fmadd_ps(r, f, _mm256_set1_ps(1.0f));
-  const __m256i ni = _mm256_cvttps_epi32(n);
-  const __m256i n1 = _mm256_srai_epi32(ni, 1);
-  const __m256i n2 = _mm256_sub_epi32(ni, n1);
-  const __m256i bias = _mm256_set1_epi32(127);
-  const __m256i e1 = _mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23);
-  const __m256i e2 = _mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23);
-  r = _mm256_mul_ps(_mm256_mul_ps(r, _mm256_castsi256_ps(e1)), _mm256_castsi256_ps(e2));
-  return {r};
-}
-
-#else  // AVX-512: zmm (two 512-bit FMA pipes on this Xeon: 2x the ymm rate)
-constexpr int W = 16;
-
-struct VF {
-  __m512 x;
-};
-struct VM {
-  __mmask16 x;
-};
-inline VF vset(float a) { return {_mm512_set1_ps(a)}; }
-inline VF vzero() { return {_mm512_setzero_ps()}; }
-inline VF vload(const float* p) { return {_mm512_loadu_ps(p)}; }
-inline void vstore(float* p, VF a) { _mm512_storeu_ps(p, a.x); }
-inline VF vadd(VF a, VF b) { return {_mm512_add_ps(a.x, b.x)}; }
-inline VF vsub(VF a, VF b) { return {_mm512_sub_ps(a.x, b.x)}; }
-inline VF vmul(VF a, VF b) { return {_mm512_mul_ps(a.x, b.x)}; }
-inline VF vmax(VF a, VF b) { return {_mm512_max_ps(a.x, b.x)}; }
-inline VF vfma(VF a, VF b, VF c) { return {_mm512_fmadd_ps(a.x, b.x, c.x)}; }
-inline VM vle(VF a, VF b) { return {_mm512_cmp_ps_mask(a.x, b.x, _CMP_LE_OQ)}; }
-inline VM vlt(VF a, VF b) { return {_mm512_cmp_ps_mask(a.x, b.x, _CMP_LT_OQ)}; }
-inline VM veq(VF a, VF b) { return {_mm512_cmp_ps_mask(a.x, b.x, _CMP_EQ_OQ)}; }
-inline VM vand(VM a, VM b) { return {static_cast<__mmask16>(a.x & b.x)}; }
-inline VF vselect(VM m, VF a, VF b) { return {_mm512_mask_blend_ps(m.x, b.x, a.x)}; }
-// 2^(x + Boost) with vrndscaleps and vscalefps: 10 instructions; the power of two 2^Boost
-// is applied exactly, in the scaling. x is clamped at -160 - Boost (NaN kept), so the result
-// underflows to exactly 0 for x + Boost <= -150 (and for -inf); (-150, -126) gives subnormals.
-template <int Boost>
-inline VF vexp2_boosted(VF a) {
-  const __m512 x = _mm512_max_ps(_mm512_set1_ps(-160.0f - Boost), a.x);
-  const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m512 f = _mm512_sub_ps(x, n);
-  __m512 r = _mm512_fmadd_ps(_mm512_set1_ps(kP0), f, _mm512_set1_ps(kP1));
-  r = _mm512_fmadd_ps(r, f, _mm512_set1_ps(kP2));
-  r = _mm512_fmadd_ps(r, f, _mm512_set1_ps(kP3));
-  r = _mm512_fmadd_ps(r, f, _mm512_set1_ps(kP4));
-  r = _mm512_fmadd_ps(r, f, _mm512_set1_ps(kP5));
-  r = _mm512_fmadd_ps(r, f, _mm512_set1_ps(1.0f));
-  return {_mm512_scalef_ps(r, Boost == 0 ? n : _mm512_add_ps(n, _mm512_set1_ps(Boost)))};
-}
-inline VF vexp2(VF a) { return vexp2_boosted<0>(a); }
-
-#endif
-
-#if FLASH_LEVEL < 2
-template <int Boost>
-inline VF vexp2_boosted(VF a) {
-  static_assert(Boost == 0, "P is boosted on the bf16 dot path only (AVX-512)");
-  return vexp2(a);
-}
-#endif
-
 // ================================================================== rows of elements
+
+// Bytes of an element of t (f32, f16 or bf16), inline: it is needed for every row of K and V.
+inline i64 elem_bytes(DType t) { return t == DType::f32 ? 4 : 2; }
 
 // dst[e] = float(src[off + e * stride]) for e < n (exact widening).
 inline void load_row(DType t, const void* base, i64 off, i64 stride, i64 n, float* dst) {
-  if (t == DType::f32) {
-    const float* s = static_cast<const float*>(base) + off;
-    if (stride == 1) {
-      std::memcpy(dst, s, static_cast<std::size_t>(n) * 4);
-    } else {
-      for (i64 e = 0; e < n; ++e) dst[e] = s[e * stride];
-    }
-    return;
-  }
-  const std::uint16_t* s = static_cast<const std::uint16_t*>(base) + off;
-  if (t == DType::bf16) {
-    i64 e = 0;
-#if FLASH_LEVEL >= 2
-    if (stride == 1) {
-      for (; e + 16 <= n; e += 16) {
-        const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + e));
-        _mm512_storeu_ps(dst + e,
-                         _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
-      }
-    }
-#endif
-#if FLASH_LEVEL >= 1
-    if (stride == 1) {
-      for (; e + 8 <= n; e += 8) {
-        const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + e));
-        _mm256_storeu_ps(dst + e,
-                         _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)));
-      }
-    }
-#endif
-    for (; e < n; ++e) dst[e] = bf16_bits_to_float(s[e * stride]);
-    return;
-  }
-  i64 e = 0;
-#if FLASH_LEVEL >= 2
-  if (stride == 1) {
-    for (; e + 16 <= n; e += 16) {
-      _mm512_storeu_ps(
-          dst + e, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + e))));
-    }
-  }
-#endif
-#if FLASH_LEVEL >= 1
-  if (stride == 1) {
-    for (; e + 8 <= n; e += 8) {
-      _mm256_storeu_ps(dst + e,
-                       _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + e))));
-    }
-  }
-  for (; e < n; ++e) dst[e] = _cvtsh_ss(s[e * stride]);
-#else
-  for (; e < n; ++e) dst[e] = half_to_float(s[e * stride]);
-#endif
+  simd::load_row(t, static_cast<const unsigned char*>(base) + off * elem_bytes(t), stride, n, dst);
 }
 
 // dst[off + e * stride] = round_to_nearest_even(src[e]) for e < n.
 inline void store_row(DType t, const float* src, i64 n, void* base, i64 off, i64 stride) {
-  if (t == DType::f32) {
-    float* d = static_cast<float*>(base) + off;
-    if (stride == 1) {
-      std::memcpy(d, src, static_cast<std::size_t>(n) * 4);
-    } else {
-      for (i64 e = 0; e < n; ++e) d[e * stride] = src[e];
-    }
-    return;
-  }
-  std::uint16_t* d = static_cast<std::uint16_t*>(base) + off;
-  i64 e = 0;
-#if FLASH_LEVEL >= 1
-  if (stride == 1) {
-    if (t == DType::f16) {
-      for (; e + 8 <= n; e += 8) {
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + e),
-                         _mm256_cvtps_ph(_mm256_loadu_ps(src + e), _MM_FROUND_TO_NEAREST_INT));
-      }
-    } else {
-      // Round to nearest even on the bit pattern; NaN becomes a quiet NaN, sign kept.
-      for (; e + 8 <= n; e += 8) {
-        const __m256 x = _mm256_loadu_ps(src + e);
-        const __m256i b = _mm256_castps_si256(x);
-        const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
-        __m256i r = _mm256_add_epi32(b, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb));
-        r = _mm256_srli_epi32(r, 16);
-        const __m256i q = _mm256_or_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(0x40));
-        const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
-        r = _mm256_castps_si256(
-            _mm256_blendv_ps(_mm256_castsi256_ps(r), _mm256_castsi256_ps(q), nan));
-        const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + e), _mm256_castsi256_si128(packed));
-      }
-    }
-  }
-#endif
-  if (t == DType::f16) {
-    for (; e < n; ++e) d[e * stride] = float_to_half(src[e]);
-  } else {
-    for (; e < n; ++e) d[e * stride] = float_to_bf16(src[e]);
-  }
+  simd::store_row(t, src, n, static_cast<unsigned char*>(base) + off * elem_bytes(t), stride);
 }
 
 inline float load_one(DType t, const void* base, i64 off) {
@@ -381,26 +85,26 @@ inline float load_one(DType t, const void* base, i64 off) {
 
 // ================================================================== f32 micro-kernels
 
-#if FLASH_LEVEL == 0
-constexpr int kMR = 4, kNV = 2;  // portable: small tiles
-#elif FLASH_LEVEL == 1
-constexpr int kMR = 6, kNV = 2;  // 16 ymm registers: 12 accumulators
+// Keys (or head dims) x vectors of 16 rows per micro-kernel call. avx512: 6 x 4 zmm = 24
+// accumulators over 64 rows; avx2: 6 x 1 (two ymm each: 12 registers); scalar: 4 x 1.
+#if defined(SDPA_SIMD_AVX512)
+constexpr int kMR = 6, kNV = 4;
 #else
-constexpr int kMR = 6, kNV = 4;  // 32 zmm registers: 24 accumulators of 16 rows
+constexpr int kMR = kTarget == IsaTarget::avx2 ? 6 : 4, kNV = 1;
 #endif
 constexpr int kPanel = kNV * W;  // tile rows one micro-kernel call covers
 
 // S^T[k][v*W + l] = sum_d kb[k*ldk + d] * qt[d*ldq + v*W + l] for k < MR, v < NV.
 template <int MR, int NV>
 void gemm1_tile(const float* kb, i64 ldk, const float* qt, i64 ldq, i64 depth, float* st, i64 lds) {
-  VF acc[MR][NV];
+  V acc[MR][NV];
   for (int k = 0; k < MR; ++k)
     for (int v = 0; v < NV; ++v) acc[k][v] = vzero();
   for (i64 d = 0; d < depth; ++d) {
-    VF q[NV];
+    V q[NV];
     for (int v = 0; v < NV; ++v) q[v] = vload(qt + d * ldq + v * W);
     for (int k = 0; k < MR; ++k) {
-      const VF kk = vset(kb[k * ldk + d]);
+      const V kk = vset(kb[k * ldk + d]);
       for (int v = 0; v < NV; ++v) acc[k][v] = vfma(kk, q[v], acc[k][v]);
     }
   }
@@ -413,16 +117,16 @@ void gemm1_tile(const float* kb, i64 ldk, const float* qt, i64 ldq, i64 depth, f
 template <int MR, int NV>
 void gemm2_tile(const float* vb, i64 ldv, const float* pt, i64 ldp, i64 nj, const float* alpha,
                 float* ot, i64 ldo) {
-  VF acc[MR][NV];
-  VF a[NV];
+  V acc[MR][NV];
+  V a[NV];
   for (int v = 0; v < NV; ++v) a[v] = vload(alpha + v * W);
   for (int k = 0; k < MR; ++k)
     for (int v = 0; v < NV; ++v) acc[k][v] = vmul(vload(ot + k * ldo + v * W), a[v]);
   for (i64 j = 0; j < nj; ++j) {
-    VF pv[NV];
+    V pv[NV];
     for (int v = 0; v < NV; ++v) pv[v] = vload(pt + j * ldp + v * W);
     for (int k = 0; k < MR; ++k) {
-      const VF vv = vset(vb[j * ldv + k]);
+      const V vv = vset(vb[j * ldv + k]);
       for (int v = 0; v < NV; ++v) acc[k][v] = vfma(vv, pv[v], acc[k][v]);
     }
   }
@@ -444,12 +148,10 @@ using Gemm2Fn = void (*)(const float*, i64, const float*, i64, i64, const float*
 
 #define FLASH_MR_ROW(F, NV) \
   { nullptr, F<1, NV>, F<2, NV>, F<3, NV>, F<4, NV>, F<5, NV>, F<6, NV> }
-#if FLASH_LEVEL <= 1
-static_assert(kNV == 2);
-constexpr Gemm1Fn kGemm1[kNV + 1][7] = {
-    {}, FLASH_MR_ROW(gemm1_tile, 1), FLASH_MR_ROW(gemm1_tile, 2)};
-constexpr Gemm2Fn kGemm2[kNV + 1][7] = {
-    {}, FLASH_MR_ROW(gemm2_tile, 1), FLASH_MR_ROW(gemm2_tile, 2)};
+#if !defined(SDPA_SIMD_AVX512)
+static_assert(kNV == 1);
+constexpr Gemm1Fn kGemm1[kNV + 1][7] = {{}, FLASH_MR_ROW(gemm1_tile, 1)};
+constexpr Gemm2Fn kGemm2[kNV + 1][7] = {{}, FLASH_MR_ROW(gemm2_tile, 1)};
 #else
 constexpr Gemm1Fn kGemm1[kNV + 1][7] = {{},
                                         FLASH_MR_ROW(gemm1_tile, 1),
@@ -464,7 +166,7 @@ constexpr Gemm2Fn kGemm2[kNV + 1][7] = {{},
 #endif
 
 // ================================================================== bf16 micro-kernels
-#if FLASH_LEVEL == 3
+#if defined(SDPA_SIMD_HAS_BF16_PAIRS)
 // A 32-bit word that may alias 16-bit data and sit at any even address: a pair of bf16
 // elements read in place from a row of K.
 typedef std::uint32_t u32a __attribute__((may_alias, aligned(2)));
@@ -476,19 +178,19 @@ constexpr int kBPanel = kBNV * 16;
 template <int MR, int NV>
 void bgemm1_tile(const u32a* kb2, i64 ldk, const std::uint32_t* qt2, i64 ldq, i64 pairs, float* st,
                  i64 lds) {
-  __m512 acc[MR][NV];
+  V acc[MR][NV];
   for (int k = 0; k < MR; ++k)
-    for (int v = 0; v < NV; ++v) acc[k][v] = _mm512_setzero_ps();
+    for (int v = 0; v < NV; ++v) acc[k][v] = vzero();
   for (i64 e = 0; e < pairs; ++e) {
-    __m512bh q[NV];
-    for (int v = 0; v < NV; ++v) q[v] = (__m512bh)_mm512_loadu_si512(qt2 + e * ldq + v * 16);
+    VP q[NV];
+    for (int v = 0; v < NV; ++v) q[v] = vp_load(qt2 + e * ldq + v * 16);
     for (int k = 0; k < MR; ++k) {
-      const __m512bh kk = (__m512bh)_mm512_set1_epi32(static_cast<int>(kb2[k * ldk + e]));
-      for (int v = 0; v < NV; ++v) acc[k][v] = _mm512_dpbf16_ps(acc[k][v], kk, q[v]);
+      const VP kk = vp_set(kb2[k * ldk + e]);
+      for (int v = 0; v < NV; ++v) acc[k][v] = vdot_pairs(acc[k][v], kk, q[v]);
     }
   }
   for (int k = 0; k < MR; ++k)
-    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(st + k * lds + v * 16, acc[k][v]);
+    for (int v = 0; v < NV; ++v) vstore(st + k * lds + v * 16, acc[k][v]);
 }
 
 // O^T[k][r] = alpha[r] O^T[k][r] + sum_{jp < np} dot2(vp2[jp*ldv + k], p2[jp*ldp + r]):
@@ -496,22 +198,21 @@ void bgemm1_tile(const u32a* kb2, i64 ldk, const std::uint32_t* qt2, i64 ldq, i6
 template <int MR, int NV>
 void bgemm2_tile(const std::uint32_t* vp2, i64 ldv, const std::uint32_t* p2, i64 ldp, i64 np,
                  const float* alpha, float* ot, i64 ldo) {
-  __m512 acc[MR][NV];
-  __m512 a[NV];
-  for (int v = 0; v < NV; ++v) a[v] = _mm512_loadu_ps(alpha + v * 16);
+  V acc[MR][NV];
+  V a[NV];
+  for (int v = 0; v < NV; ++v) a[v] = vload(alpha + v * 16);
   for (int k = 0; k < MR; ++k)
-    for (int v = 0; v < NV; ++v)
-      acc[k][v] = _mm512_mul_ps(_mm512_loadu_ps(ot + k * ldo + v * 16), a[v]);
+    for (int v = 0; v < NV; ++v) acc[k][v] = vmul(vload(ot + k * ldo + v * 16), a[v]);
   for (i64 jp = 0; jp < np; ++jp) {
-    __m512bh pv[NV];
-    for (int v = 0; v < NV; ++v) pv[v] = (__m512bh)_mm512_loadu_si512(p2 + jp * ldp + v * 16);
+    VP pv[NV];
+    for (int v = 0; v < NV; ++v) pv[v] = vp_load(p2 + jp * ldp + v * 16);
     for (int k = 0; k < MR; ++k) {
-      const __m512bh vv = (__m512bh)_mm512_set1_epi32(static_cast<int>(vp2[jp * ldv + k]));
-      for (int v = 0; v < NV; ++v) acc[k][v] = _mm512_dpbf16_ps(acc[k][v], vv, pv[v]);
+      const VP vv = vp_set(vp2[jp * ldv + k]);
+      for (int v = 0; v < NV; ++v) acc[k][v] = vdot_pairs(acc[k][v], vv, pv[v]);
     }
   }
   for (int k = 0; k < MR; ++k)
-    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(ot + k * ldo + v * 16, acc[k][v]);
+    for (int v = 0; v < NV; ++v) vstore(ot + k * ldo + v * 16, acc[k][v]);
 }
 
 using BGemm1Fn = void (*)(const u32a*, i64, const std::uint32_t*, i64, i64, float*, i64);
@@ -542,16 +243,11 @@ inline void load_row_bits(const void* base, i64 off, i64 stride, i64 n, std::uin
 // P2[jp][r] = (bf16(P[2jp][r]), bf16(P[2jp+1][r])) for rows [r0, r0 + nv*16).
 inline void pack_p_pairs(const float* st, i64 lds, i64 jp0, i64 jp1, i64 r0, int nv,
                          std::uint32_t* p2) {
-  const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
-                                       23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
   for (i64 jp = jp0; jp < jp1; ++jp) {
     const float* even = st + 2 * jp * lds + r0;
     for (int v = 0; v < nv; ++v) {
-      // Low half from the even key, high half from the odd key (vcvtne2ps2bf16: b then a).
-      const __m512bh both =
-          _mm512_cvtne2ps_pbh(_mm512_loadu_ps(even + lds + v * 16), _mm512_loadu_ps(even + v * 16));
-      _mm512_storeu_si512(p2 + jp * lds + r0 + v * 16,
-                          _mm512_permutexvar_epi16(idx, (__m512i)both));
+      const V e = vload(even + v * 16), o = vload(even + lds + v * 16);
+      vp_store(p2 + jp * lds + r0 + v * 16, vp_round(e, o));
     }
   }
 }
@@ -594,13 +290,13 @@ inline void softmax_rows(float* st, i64 lds, i64 r, i64 ja, i64 jb, bool full, f
                          const float* rlo, const float* rhi, float* m, float* l, float* alpha,
                          const float* keep) {
   float* col = st + r;
-  const VF vc = vset(c);
-  const VF ninf = vset(kNegInf);
-  VF mx = ninf;
+  const V vc = vset(c);
+  const V ninf = vset(kNegInf);
+  V mx = ninf;
   // Maxima over keys in two or four independent chains (max is exact, so the order does
   // not matter) to hide the latency of vmaxps.
   if (full) {
-    VF m1 = ninf, m2 = ninf, m3 = ninf;
+    V m1 = ninf, m2 = ninf, m3 = ninf;
     i64 j = ja;
     for (; j + 4 <= jb; j += 4) {
       mx = vmax(mx, vload(col + j * lds));
@@ -611,11 +307,11 @@ inline void softmax_rows(float* st, i64 lds, i64 r, i64 ja, i64 jb, bool full, f
     for (; j < jb; ++j) mx = vmax(mx, vload(col + j * lds));
     mx = vmax(vmax(mx, m1), vmax(m2, m3));
   } else {
-    const VF a = vload(rlo + r), z = vload(rhi + r);
-    VF m1 = ninf;
+    const V a = vload(rlo + r), z = vload(rhi + r);
+    V m1 = ninf;
     for (i64 j = ja; j < jb; ++j) {
-      const VF jf = vset(static_cast<float>(j));
-      const VF t = vselect(vand(vle(a, jf), vlt(jf, z)), vload(col + j * lds), ninf);
+      const V jf = vset(static_cast<float>(j));
+      const V t = vselect(vand(vle(a, jf), vlt(jf, z)), vload(col + j * lds), ninf);
       vstore(col + j * lds, t);
       if (j & 1) {
         m1 = vmax(m1, t);
@@ -625,20 +321,20 @@ inline void softmax_rows(float* st, i64 lds, i64 r, i64 ja, i64 jb, bool full, f
     }
     mx = vmax(mx, m1);
   }
-  const VF mold = vload(m + r);
-  const VF mnew = vmax(mold, mx);
-  const VF muse = vselect(veq(mnew, ninf), vzero(), mnew);  // all masked so far: exps are 0
-  const VF al = vexp2(vmul(vsub(mold, muse), vc));
-  VF sum = vzero();
+  const V mold = vload(m + r);
+  const V mnew = vmax(mold, mx);
+  const V muse = vselect(veq(mnew, ninf), vzero(), mnew);  // all masked so far: exps are 0
+  const V al = vexp2(vmul(vsub(mold, muse), vc));
+  V sum = vzero();
   if (keep) {
     for (i64 j = ja; j < jb; ++j) {
-      const VF e = vexp2_boosted<Boost>(vmul(vsub(vload(col + j * lds), muse), vc));
+      const V e = vexp2<Boost>(vmul(vsub(vload(col + j * lds), muse), vc));
       sum = vadd(sum, e);
       vstore(col + j * lds, vmul(e, vload(keep + j * lds + r)));
     }
   } else {
     for (i64 j = ja; j < jb; ++j) {
-      const VF e = vexp2_boosted<Boost>(vmul(vsub(vload(col + j * lds), muse), vc));
+      const V e = vexp2<Boost>(vmul(vsub(vload(col + j * lds), muse), vc));
       sum = vadd(sum, e);
       vstore(col + j * lds, e);
     }
@@ -666,7 +362,7 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
   const i64 vbase = (p.packed ? 0 : b * p.vs[0]) + it.hkv * p.vs[1];
   const i64 obase = p.packed ? 0 : b * p.os[0];
   const i64 h0 = it.hkv * p.group + it.g0;  // query head of tile row 0
-  const bool bf16_dot = FLASH_LEVEL == 3 && p.bf16_dot;
+  const bool bf16_dot = kBf16Pairs && p.bf16_dot;
   const bool prescale = p.mask_kind != 0 || p.softcap > 0;  // elementwise logit pass
   const float scale_f = static_cast<float>(p.scale);
   // Logit units (softmax_rows): with an elementwise pass, x is the natural-log logit and
@@ -716,7 +412,7 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
   auto q_offset = [&](i64 r) {
     return qbase + (h0 + r / it.ni) * p.qs[1] + (cq + it.i0 + r % it.ni) * p.qs[2];
   };
-#if FLASH_LEVEL == 3
+#if defined(SDPA_SIMD_HAS_BF16_PAIRS)
   std::uint32_t* QT2 = at<std::uint32_t>(scr, sl.qt2);
   std::uint32_t* KB2 = at<std::uint32_t>(scr, sl.kb2);
   std::uint32_t* VP2 = at<std::uint32_t>(scr, sl.vp2);
@@ -737,7 +433,7 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
   };
   if (jmax >= jmin) {
     if (bf16_dot) {
-#if FLASH_LEVEL == 3
+#if defined(SDPA_SIMD_HAS_BF16_PAIRS)
       auto* row = reinterpret_cast<std::uint16_t*>(tmp);
       for (i64 r = 0; r < Rp; ++r) {
         if (r < R) {
@@ -827,12 +523,12 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
       const i64 kvrow = ck + j0;
       const float* kblk = KB;
       const float* vblk = VB;
-#if FLASH_LEVEL == 3
+#if defined(SDPA_SIMD_HAS_BF16_PAIRS)
       const u32a* kb2blk = KB2;
       i64 ldk2 = Dq2;
 #endif
       if (dot) {
-#if FLASH_LEVEL == 3
+#if defined(SDPA_SIMD_HAS_BF16_PAIRS)
         // K rows are used in place as bf16 pairs when whole pairs are contiguous and the block
         // needs no zero key to complete its last pair; else copied with zero padding.
         if (p.ks[3] == 1 && Dq % 2 == 0 && p.ks[2] % 2 == 0 && n % 2 == 0) {
@@ -866,11 +562,7 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
           }
           std::uint32_t* dst = VP2 + jp * Dv;
           i64 d = 0;
-          for (; d + 16 <= Dv; d += 16) {
-            const __m512i x = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)(ra + d)));
-            const __m512i y = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)(rb + d)));
-            _mm512_storeu_si512(dst + d, _mm512_or_si512(x, _mm512_slli_epi32(y, 16)));
-          }
+          for (; d + 16 <= Dv; d += 16) vp_zip(ra + d, rb + d, dst + d);
           for (; d < Dv; ++d) dst[d] = ra[d] | (std::uint32_t(rb[d]) << 16);
         }
 #endif
@@ -898,7 +590,7 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
         const i64 ja = pn.ja, jb = pn.jb;
         // GEMM 1: logits of the panel's keys.
         if (dot) {
-#if FLASH_LEVEL == 3
+#if defined(SDPA_SIMD_HAS_BF16_PAIRS)
           for (i64 j = ja, mr = 0; j < jb; j += mr) {
             mr = tile_rows(kBMR, jb - j);
             kBGemm1[pn.nv][mr](kb2blk + j * ldk2, ldk2, QT2 + pn.r0, Rp, Dq2, ST + j * Rp + pn.r0,
@@ -943,7 +635,7 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
         }
         // Online softmax, one vector of rows at a time.
         for (i64 r = pn.r0; r < pn.r0 + pn.nv * rows_per_vec; r += W) {
-#if FLASH_LEVEL == 3
+#if defined(SDPA_SIMD_HAS_BF16_PAIRS)
           if (dot) {
             softmax_rows<kPBoost>(ST, Rp, r, ja, jb, pn.full, c_base2, rlo, rhi, mrow, lrow, arow,
                                   p.dropout ? KEEP : nullptr);
@@ -954,13 +646,13 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
                           p.dropout ? KEEP : nullptr);
         }
         if (shift != 0) {
-          const VF f = vset(pscale);
+          const V f = vset(pscale);
           for (i64 r = pn.r0; r < pn.r0 + pn.nv * rows_per_vec; r += W)
             for (i64 j = ja; j < jb; ++j) vstore(ST + j * Rp + r, vmul(vload(ST + j * Rp + r), f));
         }
         // GEMM 2: rescale the accumulators and add P V.
         if (dot) {
-#if FLASH_LEVEL == 3
+#if defined(SDPA_SIMD_HAS_BF16_PAIRS)
           pack_p_pairs(ST, Rp, ja / 2, jb / 2, pn.r0, pn.nv, P2);
           for (i64 d = 0, mr = 0; d < Dv; d += mr) {
             mr = tile_rows(kBMR, Dv - d);

@@ -1,6 +1,7 @@
 // The vector kernels cpu.math and cpu.mem_efficient are built from, one table per SIMD
 // target. Each target's table comes from the same source (vec_kernels_impl.hpp) compiled
-// with that target's instruction-set flags, on a 16-lane float vector abstraction:
+// with that target's instruction-set flags, on the SIMD layer's 16-lane f32 vector
+// (kernels/cpu/simd/simd.hpp):
 //   scalar      portable C++ (no intrinsics, no fused multiply-add)
 //   avx2        2 x __m256, FMA, F16C
 //   avx512      __m512 (AVX-512 F/BW/VL/DQ), FMA, F16C; also used for avx512bf16
