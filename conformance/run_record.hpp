@@ -28,6 +28,8 @@ struct CaseRecord {
   double seconds = 0;                 // wall time of the backend run plus judging
   std::vector<std::string> features;  // feature tags of the case: "dtype=bf16", "causal=br", ...
   std::string repro;                  // paste-able command reproducing this record
+  std::string expected;  // the known-failure entry (--expect) matching it: "reason [issue]";
+                         // "" = none. With a passing status: it passed unexpectedly
 };
 
 // The whole run.
@@ -40,6 +42,10 @@ struct RunSummary {
   std::string started_at;           // ISO 8601 UTC
   double seconds = 0;               // wall time of the whole run
   std::vector<CaseRecord> records;  // every verdict, in run order
+  int shard_index = 0;              // this run's shard (conformance/shard.hpp), 0-based
+  int shard_count = 1;              // number of shards of the whole run (1 = not sharded)
+  std::size_t jobs_total = 0;       // jobs of the whole run, all shards together
+  std::string expectations;         // the known-failure file it ran with ("" = none)
 };
 
 // Copies an outcome's verdict, message and error figures into a record.

@@ -20,6 +20,8 @@ const char* status_name(Status s) {
       return "TIMEOUT";
     case Status::quality_warning:
       return "QUALITY_WARNING";
+    case Status::expected_failure:
+      return "XFAIL";
   }
   return "?";
 }
@@ -49,6 +51,8 @@ const char* status_key(Status s) {
       return "timeout";
     case Status::quality_warning:
       return "quality_warning";
+    case Status::expected_failure:
+      return "expected_failure";
   }
   return "unknown";
 }

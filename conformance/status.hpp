@@ -19,12 +19,14 @@ enum class Status {
   mistrusted,      // the exact output cannot discriminate (all zero on attended rows)
   crash,           // the worker process died
   timeout,         // no result within the per-case timeout
-  quality_warning  // within the bound, but more than 2x the naive same-precision error
+  quality_warning,  // within the bound, but more than 2x the naive same-precision error
+  expected_failure   // FAIL, CRASH or TIMEOUT on a case listed as a known failure (--expect)
 };
 
-inline constexpr std::array<Status, 8> kAllStatuses = {
-    Status::pass,       Status::fail,  Status::not_supported, Status::invalid,
-    Status::mistrusted, Status::crash, Status::timeout,       Status::quality_warning};
+inline constexpr std::array<Status, 9> kAllStatuses = {
+    Status::pass,          Status::fail,       Status::not_supported,
+    Status::invalid,       Status::mistrusted, Status::crash,
+    Status::timeout,       Status::quality_warning, Status::expected_failure};
 
 // Upper-case name used in reports and verdict lines: "PASS", "FAIL", ...
 const char* status_name(Status s);
@@ -50,7 +52,7 @@ struct StatusCounts {
 };
 
 // The greppable one-line summary: "passed: N failed: N not_supported: N invalid: N
-// mistrusted: N crash: N timeout: N quality_warning: N".
+// mistrusted: N crash: N timeout: N quality_warning: N expected_failure: N".
 std::string summary_line(const StatusCounts& counts);
 
 }  // namespace sdpa::conformance

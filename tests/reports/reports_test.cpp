@@ -143,7 +143,7 @@ TEST(ReportsSummaryJson, CountsMatchTheRecords) {
   EXPECT_EQ(j.at("counts").at("FAIL"), 2);
   EXPECT_EQ(j.at("summary_line"),
             "passed: 3 failed: 2 not_supported: 1 invalid: 1 mistrusted: 1 crash: 1 timeout: 1 "
-            "quality_warning: 1");
+            "quality_warning: 1 expected_failure: 0");
 
   // Per backend x status.
   std::map<std::string, std::map<std::string, std::int64_t>> expect;

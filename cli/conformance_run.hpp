@@ -1,0 +1,66 @@
+// The engine behind `sdpa-cts run` and `sdpa-cts certify`: resolves the device, probes the
+// plugins, builds the jobs (case x backend x SIMD target), keeps this machine's shard of
+// them, runs them in isolated workers with live progress, and applies the expected
+// failures. Each command selects its cases, calls execute_run, and writes what it needs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cli/case_selection.hpp"
+#include "conformance/expectations.hpp"
+#include "conformance/run_record.hpp"
+#include "conformance/shard.hpp"
+#include "core/device.hpp"
+#include "plugins/host/plugin_loader.hpp"
+
+namespace sdpa::cli {
+
+// What to run, apart from the cases.
+struct RunRequest {
+  std::vector<std::string> backends;  // backends to judge; empty = every one for the device
+  std::string device = "cpu";         // device string (core/device.hpp grammar)
+  int jobs = 1;                       // worker processes at once
+  int threads = 0;                    // OpenMP threads per backend run (0 = default)
+  std::string simd;                   // "", a SIMD target name, or "all"
+  double timeout = 300;               // per-job timeout in seconds
+  bool no_isolate = false;            // run jobs in this process
+  std::vector<std::string> plugins;   // --plugin files (SDPA_CTS_PLUGINS adds more)
+  bool plugin_backends = false;       // judge only the plugins' backends
+  conformance::Shard shard;           // the part of the jobs this machine runs
+  conformance::Expectations expected; // known failures (--expect)
+};
+
+// What a run produced.
+struct RunResult {
+  conformance::RunSummary summary;            // records and run metadata, ready for reports
+  Device device;                              // the resolved device
+  std::vector<plugins::ProbedPlugin> probed;  // the plugins, as probed
+  std::vector<std::string> backends;          // the backends judged, in order
+  std::size_t cases = 0;                      // cases selected (all shards)
+};
+
+// Runs `cases` (from select_cases or a profile) as `request` says; `tier` names them in the
+// reports. Throws std::invalid_argument for an unknown backend, a bad device or SIMD target,
+// or an empty selection.
+RunResult execute_run(const RunRequest& request, const std::vector<SelectedCase>& cases,
+                      const std::string& tier);
+
+// The run's one greppable summary line with its counts and speed, and the notices for cases
+// expected to fail that passed.
+void print_run_summary(const RunResult& result);
+
+// Adds --jobs, --threads, --simd, --timeout, --no-isolate, --device, --backend, --plugin,
+// --shard and --expect (the options `run` and `certify` share) to `cmd`; `shard_text` and
+// `expect_file` receive --shard and --expect, for finish_run_request.
+void add_run_request_options(CLI::App* cmd, RunRequest* request, std::string* shard_text,
+                             std::string* expect_file);
+
+// Parses --shard (or the TEST_TOTAL_SHARDS / TEST_SHARD_INDEX environment of a test
+// runner) and reads --expect into `request`. Throws std::invalid_argument naming the
+// option.
+void finish_run_request(RunRequest* request, const std::string& shard_text,
+                        const std::string& expect_file);
+
+}  // namespace sdpa::cli
