@@ -25,17 +25,6 @@ std::string reseed(const std::string& id, std::uint64_t run_seed) {
   return format_case_id(c);
 }
 
-// The sampler seed of case i of `--sample N --seed S`: a mix of both, so that runs with
-// different seeds share no case (splitmix64's finaliser; integer arithmetic only).
-std::uint64_t sample_seed(std::uint64_t run_seed, std::uint64_t i) {
-  std::uint64_t x = run_seed * 0x9E3779B97F4A7C15ull + i;
-  x ^= x >> 30;
-  x *= 0xBF58476D1CE4E5B9ull;
-  x ^= x >> 27;
-  x *= 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
 }  // namespace
 
 void add_case_selection_options(CLI::App* cmd, CaseSelection* s) {

@@ -23,4 +23,11 @@ std::function<int()> add_bench_command(CLI::App& app);
 std::function<int()> add_cases_command(CLI::App& app);
 std::function<int()> add_judge_command(CLI::App& app);
 
+// Adds `report merge` (the report directories of a sharded run into the whole run's reports).
+std::function<int()> add_report_command(CLI::App& app);
+
+// Adds `certify` (a profile on one backend, into a bundle) and `verify-bundle`.
+std::function<int()> add_certify_command(CLI::App& app);
+std::function<int()> add_verify_bundle_command(CLI::App& app);
+
 }  // namespace sdpa::cli

@@ -68,7 +68,8 @@ RunResult execute_run(const RunRequest& opt, const std::vector<SelectedCase>& ca
   // backends with per-target code paths; the others run once).
   std::vector<Device> all_targets;
   if (opt.simd == "all") {
-    if (device.kind != DeviceKind::cpu) throw std::invalid_argument("--simd all needs a CPU device");
+    if (device.kind != DeviceKind::cpu)
+      throw std::invalid_argument("--simd all needs a CPU device");
     for (IsaTarget t : available_isa_targets(device.cpu))
       all_targets.push_back(with_isa_target(device, isa_target_name(t)));
   }
@@ -112,7 +113,9 @@ RunResult execute_run(const RunRequest& opt, const std::vector<SelectedCase>& ca
     CaseRecord r = record;
     apply_expectations(opt.expected, r);
     live.add(r.status);
-    if (is_failure(r.status)) {
+    if (is_failure(r.status) || r.status == Status::expected_failure) {
+      // An XFAIL prints too (its message names the original status and the listed reason),
+      // so that a log shows what the expectations file hid.
       std::cerr << (tty ? "\r\033[K" : "") << status_name(r.status) << " " << r.backend << " "
                 << r.case_id << ": " << r.message << "\n  repro: " << r.repro << "\n";
     }

@@ -19,17 +19,17 @@ namespace sdpa::cli {
 
 // What to run, apart from the cases.
 struct RunRequest {
-  std::vector<std::string> backends;  // backends to judge; empty = every one for the device
-  std::string device = "cpu";         // device string (core/device.hpp grammar)
-  int jobs = 1;                       // worker processes at once
-  int threads = 0;                    // OpenMP threads per backend run (0 = default)
-  std::string simd;                   // "", a SIMD target name, or "all"
-  double timeout = 300;               // per-job timeout in seconds
-  bool no_isolate = false;            // run jobs in this process
-  std::vector<std::string> plugins;   // --plugin files (SDPA_CTS_PLUGINS adds more)
-  bool plugin_backends = false;       // judge only the plugins' backends
-  conformance::Shard shard;           // the part of the jobs this machine runs
-  conformance::Expectations expected; // known failures (--expect)
+  std::vector<std::string> backends;   // backends to judge; empty = every one for the device
+  std::string device = "cpu";          // device string (core/device.hpp grammar)
+  int jobs = 1;                        // worker processes at once
+  int threads = 0;                     // OpenMP threads per backend run (0 = default)
+  std::string simd;                    // "", a SIMD target name, or "all"
+  double timeout = 300;                // per-job timeout in seconds
+  bool no_isolate = false;             // run jobs in this process
+  std::vector<std::string> plugins;    // --plugin files (SDPA_CTS_PLUGINS adds more)
+  bool plugin_backends = false;        // judge only the plugins' backends
+  conformance::Shard shard;            // the part of the jobs this machine runs
+  conformance::Expectations expected;  // known failures (--expect)
 };
 
 // What a run produced.

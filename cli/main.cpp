@@ -18,6 +18,9 @@ int main(int argc, char** argv) {
   auto run_bench = sdpa::cli::add_bench_command(app);
   auto run_cases = sdpa::cli::add_cases_command(app);
   auto run_judge = sdpa::cli::add_judge_command(app);
+  auto run_certify = sdpa::cli::add_certify_command(app);
+  auto run_verify_bundle = sdpa::cli::add_verify_bundle_command(app);
+  auto run_report = sdpa::cli::add_report_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -32,6 +35,9 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("golden")) return run_golden();
     if (app.got_subcommand("cases")) return run_cases();
     if (app.got_subcommand("judge")) return run_judge();
+    if (app.got_subcommand("certify")) return run_certify();
+    if (app.got_subcommand("verify-bundle")) return run_verify_bundle();
+    if (app.got_subcommand("report")) return run_report();
   } catch (const std::exception& e) {
     std::cerr << "sdpa-cts: error: " << e.what() << "\n";
     return 2;

@@ -386,4 +386,13 @@ Case sample_case(std::uint64_t seed, const SamplerOptions& options) {
   return build_case(draw_choices(seed, options), options);
 }
 
+std::uint64_t sample_seed(std::uint64_t run_seed, std::uint64_t i) {
+  std::uint64_t x = run_seed * 0x9E3779B97F4A7C15ull + i;
+  x ^= x >> 30;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 27;
+  x *= 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
 }  // namespace sdpa::conformance

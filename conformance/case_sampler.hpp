@@ -132,6 +132,11 @@ Case build_case(const CaseChoices& choices, const SamplerOptions& options);
 // small values and tile edges, each family switched on with a fixed probability.
 CaseChoices draw_choices(std::uint64_t seed, const SamplerOptions& options);
 
+// The sampler seed of case i of a run seeded with `run_seed` (`--sample N --seed S`, profiles):
+// a mix of both (splitmix64's finaliser, integer arithmetic only), so runs with different
+// seeds share no case.
+std::uint64_t sample_seed(std::uint64_t run_seed, std::uint64_t i);
+
 // build_case(draw_choices(seed, options), options): deterministic, always valid.
 Case sample_case(std::uint64_t seed, const SamplerOptions& options = {});
 

@@ -78,7 +78,8 @@ Expectations parse_expectations(std::string_view text, const std::string& name) 
     }
     for (std::size_t i = 2; i < last; ++i) e.reason += (e.reason.empty() ? "" : " ") + w[i];
     if (e.reason.empty()) {
-      throw std::invalid_argument(where + "the reason is missing (only an issue link follows the case)");
+      throw std::invalid_argument(where +
+                                  "the reason is missing (only an issue link follows the case)");
     }
     if (e.cases.rfind("re:", 0) == 0) {
       try {

@@ -38,8 +38,30 @@ std::vector<std::string> case_features(const Problem& p) {
   if (p.batch * p.heads_q * p.len_q * p.len_kv * p.head_dim_qk == 0) f.push_back("empty");
   if (p.want_lse) f.push_back("lse");
   if (p.want_weights) f.push_back("weights");
+  // Layouts: the default contiguous [B, H, rows, D], the [B, rows, H, D] packing, or
+  // anything else (row gaps, base offsets, explicit strides).
+  auto same = [&](const Problem& r) {
+    auto eq = [](const TensorLayout& a, const TensorLayout& b) {
+      return a.stride == b.stride && a.base_offset == b.base_offset;
+    };
+    return eq(p.q, r.q) && eq(p.k, r.k) && eq(p.v, r.v) && eq(p.o, r.o);
+  };
+  Problem bhsd = p, bshd = p;
+  apply_layout(bhsd, LayoutKind::bhsd, 0, 0);
+  apply_layout(bshd, LayoutKind::bshd, 0, 0);
+  if (!same(bhsd)) f.push_back(same(bshd) ? "layout=bshd" : "layout=strided");
   if (f.size() == 1) f.push_back("plain");
   return f;
+}
+
+const std::vector<std::string>& known_feature_tags() {
+  static const std::vector<std::string> tags = {
+      "dtype=f64", "dtype=f32",     "dtype=f16",     "dtype=bf16", "causal=tl",
+      "causal=br", "window",        "mask=bool",     "mask=add",   "gqa",
+      "dv!=dqk",   "dropout",       "softcap",       "varlen=padded", "varlen=packed",
+      "decode",    "empty",         "lse",           "weights",    "layout=bshd",
+      "layout=strided", "plain"};
+  return tags;
 }
 
 }  // namespace sdpa::conformance

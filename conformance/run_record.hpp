@@ -57,4 +57,7 @@ StatusCounts count_statuses(const RunSummary& run);
 // Feature tags of a problem, used for the backend x feature matrix of the reports.
 std::vector<std::string> case_features(const Problem& p);
 
+// Every tag case_features can return, in a fixed order (certification profiles name them).
+const std::vector<std::string>& known_feature_tags();
+
 }  // namespace sdpa::conformance

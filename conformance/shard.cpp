@@ -53,12 +53,13 @@ Shard shard_from_environment() {
     throw std::invalid_argument(std::string("TEST_SHARD_INDEX='") + (index ? index : "") +
                                 "' is not an integer (TEST_TOTAL_SHARDS is set)");
   }
-  Shard s = checked(k, n, "TEST_SHARD_INDEX=" + std::to_string(k) + " TEST_TOTAL_SHARDS=" +
-                              std::to_string(n));
+  Shard s = checked(
+      k, n, "TEST_SHARD_INDEX=" + std::to_string(k) + " TEST_TOTAL_SHARDS=" + std::to_string(n));
   if (const char* status = std::getenv("TEST_SHARD_STATUS_FILE"); status && *status) {
     std::ofstream touch(status, std::ios::app);
     if (!touch) {
-      throw std::invalid_argument(std::string("TEST_SHARD_STATUS_FILE: cannot write '") + status + "'");
+      throw std::invalid_argument(std::string("TEST_SHARD_STATUS_FILE: cannot write '") + status +
+                                  "'");
     }
   }
   return s;

@@ -15,7 +15,9 @@ struct Shard {
   int count = 1;  // number of shards; 1 = the whole run
   bool whole() const { return count == 1; }
   // Whether job `job` (0-based position in the full job list) is in this shard.
-  bool has(std::size_t job) const { return job % static_cast<std::size_t>(count) == static_cast<std::size_t>(index); }
+  bool has(std::size_t job) const {
+    return job % static_cast<std::size_t>(count) == static_cast<std::size_t>(index);
+  }
 };
 
 // "K/N" with 0 <= K < N (e.g. "2/3"). Throws std::invalid_argument naming the text.

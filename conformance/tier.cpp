@@ -25,7 +25,8 @@ std::string trim(const std::string& s) {
 }
 
 void load_into(const fs::path& file, const std::string& tiers_dir, const std::string& source_dir,
-               std::vector<std::string>& stack, TierEntries& out, std::set<std::string>& seen) {
+               std::vector<std::string>& stack, TierEntries& out, std::set<std::string>& seen,
+               const TierDirective& directive) {
   const std::string key = fs::weakly_canonical(file).string();
   for (const auto& s : stack) {
     if (s == key) throw std::invalid_argument("tier " + file.string() + ": include cycle");
@@ -52,6 +53,7 @@ void load_into(const fs::path& file, const std::string& tiers_dir, const std::st
     if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
     line = trim(line);
     if (line.empty()) continue;
+    if (directive && stack.size() == 1 && directive(line, where)) continue;
     if (line.rfind("golden ", 0) == 0) {
       fs::path p = trim(line.substr(7));
       if (p.is_relative()) p = fs::path(source_dir) / p;
@@ -61,7 +63,8 @@ void load_into(const fs::path& file, const std::string& tiers_dir, const std::st
       out.golden_families.push_back(family);
     } else if (line.rfind("include ", 0) == 0) {
       const std::string name = trim(line.substr(8));
-      load_into(fs::path(tiers_dir) / (name + ".tier"), tiers_dir, source_dir, stack, out, seen);
+      load_into(fs::path(tiers_dir) / (name + ".tier"), tiers_dir, source_dir, stack, out, seen,
+                directive);
     } else {
       std::vector<std::string> ids;
       try {
@@ -113,6 +116,15 @@ std::vector<std::string> expand_alternatives(const std::string& pattern) {
   return out;
 }
 
+TierEntries load_tier_file(const std::string& path, const std::string& tiers_dir,
+                           const std::string& source_dir, const TierDirective& directive) {
+  TierEntries out;
+  std::vector<std::string> stack;
+  std::set<std::string> seen;
+  load_into(path, tiers_dir, source_dir, stack, out, seen, directive);
+  return out;
+}
+
 TierEntries load_tier(const std::string& name_or_path, const std::string& tiers_dir,
                       const std::string& source_dir) {
   fs::path file = name_or_path;
@@ -129,11 +141,7 @@ TierEntries load_tier(const std::string& name_or_path, const std::string& tiers_
       throw std::invalid_argument("unknown tier '" + name_or_path + "' (known: " + known + ")");
     }
   }
-  TierEntries out;
-  std::vector<std::string> stack;
-  std::set<std::string> seen;
-  load_into(file, tiers_dir, source_dir, stack, out, seen);
-  return out;
+  return load_tier_file(file.string(), tiers_dir, source_dir, {});
 }
 
 std::string default_tiers_dir() { return default_source_dir() + "/conformance/tiers"; }

@@ -12,6 +12,7 @@
 //                         [a-z0-9_-]+. The mutant kill table names the family of each kill.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,16 @@ std::vector<std::string> expand_alternatives(const std::string& pattern);
 // include cycle. Case IDs are parsed to check them (the error names the field).
 TierEntries load_tier(const std::string& name_or_path, const std::string& tiers_dir,
                       const std::string& source_dir);
+
+// A file with tier lines and lines of its own (certification profiles): called with each
+// line of the top file (comment removed, trimmed) and "file:line: " for errors; returns true
+// when the line is its own (the tier grammar then skips it).
+using TierDirective = std::function<bool(const std::string& line, const std::string& where)>;
+
+// Reads the tier lines of the file at `path` (includes resolved in `tiers_dir`); `directive`
+// sees every line of that file first. Errors as load_tier.
+TierEntries load_tier_file(const std::string& path, const std::string& tiers_dir,
+                           const std::string& source_dir, const TierDirective& directive);
 
 // Directory of the built-in tiers, and the root that tier files' golden paths are relative
 // to: $SDPA_CTS_DATA_DIR if set, else <prefix>/share/sdpa-cts of an installed sdpa-cts (the

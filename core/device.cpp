@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <charconv>
+#include <fstream>
 #include <stdexcept>
 
 #include "core/spec_fields.hpp"
@@ -97,6 +98,18 @@ std::vector<IsaTarget> available_isa_targets(const CpuFeatures& cpu) {
   if (cpu.avx512f && cpu.fma && cpu.f16c) t.push_back(IsaTarget::avx512);
   if (cpu.avx512f && cpu.avx512_bf16 && cpu.fma && cpu.f16c) t.push_back(IsaTarget::avx512bf16);
   return t;
+}
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) break;
+    const auto b = line.find_first_not_of(" \t", colon + 1);
+    return b == std::string::npos ? "unknown" : line.substr(b);
+  }
+  return "unknown";
 }
 
 Device detect_cpu() {

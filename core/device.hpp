@@ -62,6 +62,8 @@ struct Device {
 
 // The CPU this process runs on, with its best ISA target.
 Device detect_cpu();
+// This machine's CPU model as the OS names it (/proc/cpuinfo "model name"), or "unknown".
+std::string cpu_model_name();
 
 // The GPU of this process: nullopt in a build without a CUDA runtime (as here).
 std::optional<Device> detect_cuda();

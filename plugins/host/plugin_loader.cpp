@@ -12,6 +12,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "conformance/backend_json.hpp"
 #include "plugins/host/plugin_backend.hpp"
 
 namespace sdpa::plugins {
@@ -76,11 +77,13 @@ ProbedPlugin describe(const std::string& path, const sdpa_cts_plugin& pl) {
   out.path = path;
   out.name = pl.name ? pl.name : "";
   out.version = pl.version ? pl.version : "";
+  out.abi = std::to_string(pl.abi_major) + "." + std::to_string(pl.abi_minor);
   for (uint32_t i = 0; i < pl.backend_count; ++i) {
     const sdpa_cts_backend& b = backend_at(pl, i);
-    out.backends.push_back({b.name, b.capabilities.device_kind == SDPA_CTS_DEVICE_CUDA
-                                        ? DeviceKind::cuda
-                                        : DeviceKind::cpu});
+    out.backends.push_back({b.name,
+                            b.capabilities.device_kind == SDPA_CTS_DEVICE_CUDA ? DeviceKind::cuda
+                                                                               : DeviceKind::cpu,
+                            conformance::backend_json(*make_plugin_backend(b)).dump()});
   }
   return out;
 }
@@ -123,13 +126,16 @@ ProbedPlugin probe_plugin(const std::string& path, double timeout_seconds) {
   if (pid < 0) fail(path, "cannot fork a process to probe it");
   if (pid == 0) {
     close(fds[0]);
-    // One line per backend ("B <kind> <name>"), then "OK <name>\t<version>", or "E <message>".
+    // Per backend "B <kind> <name>" and "J <description JSON>", then "A <abi>" and
+    // "OK <name>\t<version>", or "E <message>".
     std::string out;
     try {
       const ProbedPlugin p = describe(path, open_plugin(path));
       for (const auto& b : p.backends) {
         out += "B " + std::to_string(b.device == DeviceKind::cuda ? 1 : 0) + " " + b.name + "\n";
+        out += "J " + b.description + "\n";
       }
+      out += "A " + p.abi + "\n";
       out += "OK " + p.name + "\t" + p.version + "\n";
     } catch (const std::exception& e) {
       out = std::string("E ") + e.what() + "\n";
@@ -178,7 +184,11 @@ ProbedPlugin probe_plugin(const std::string& path, double timeout_seconds) {
   while (std::getline(lines, line)) {
     if (line.rfind("E ", 0) == 0) throw std::invalid_argument(line.substr(2));
     if (line.rfind("B ", 0) == 0 && line.size() > 4) {
-      out.backends.push_back({line.substr(4), line[2] == '1' ? DeviceKind::cuda : DeviceKind::cpu});
+      out.backends.push_back({line.substr(4), line[2] == '1' ? DeviceKind::cuda : DeviceKind::cpu, ""});
+    } else if (line.rfind("J ", 0) == 0 && !out.backends.empty()) {
+      out.backends.back().description = line.substr(2);
+    } else if (line.rfind("A ", 0) == 0) {
+      out.abi = line.substr(2);
     } else if (line.rfind("OK ", 0) == 0) {
       const auto tab = line.find('\t');
       out.name = line.substr(3, tab == std::string::npos ? std::string::npos : tab - 3);

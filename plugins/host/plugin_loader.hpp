@@ -21,12 +21,15 @@ namespace sdpa::plugins {
 struct ProbedBackend {
   std::string name;                   // the backend's name
   DeviceKind device = DeviceKind::cpu;  // the kind of device it runs on
+  std::string description;  // capabilities and precision contracts as one JSON object
+                            // (conformance/backend_json.hpp)
 };
 
 // A plugin file and the backends it provides.
 struct ProbedPlugin {
   std::string path;                     // as given
   std::string name, version;            // the plugin's own
+  std::string abi;                      // the ABI version it was built against, "MAJOR.MINOR"
   std::vector<ProbedBackend> backends;  // in the plugin's order
 };
 
