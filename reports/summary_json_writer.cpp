@@ -45,6 +45,12 @@ std::string render_summary_json(const RunSummary& run) {
   j["tier"] = run.tier;
   j["device"] = run.device;
   j["seed"] = run.seed;
+  json shard;
+  shard["index"] = run.shard_index;
+  shard["count"] = run.shard_count;
+  j["shard"] = shard;
+  j["jobs_total"] = run.jobs_total;
+  j["expectations"] = run.expectations;
   j["started_at"] = run.started_at;
   j["seconds"] = number(run.seconds);
   j["case_seconds"] = case_seconds;
