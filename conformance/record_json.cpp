@@ -42,6 +42,7 @@ nlohmann::ordered_json record_to_json(const CaseRecord& r) {
   j["seconds"] = number(r.seconds);
   j["features"] = r.features;
   j["repro"] = r.repro;
+  j["expected"] = r.expected;
   return j;
 }
 
@@ -65,6 +66,8 @@ CaseRecord record_from_json(const nlohmann::json& j) {
     r.seconds = number_from(j, "seconds");
     r.features = j.at("features").get<std::vector<std::string>>();
     r.repro = j.at("repro");
+    // Written always; absent in files written before known failures existed.
+    r.expected = j.value("expected", std::string());
   } catch (const nlohmann::json::exception& e) {
     throw std::invalid_argument(std::string("malformed record: ") + e.what());
   }

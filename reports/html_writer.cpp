@@ -8,10 +8,11 @@
 #include <map>
 #include <tuple>
 
+#include "conformance/expectations.hpp"
 #include "reports/markdown_text.hpp"
+#include "reports/reports.hpp"
 #include "reports/tallies.hpp"
 #include "reports/text.hpp"
-#include "reports/reports.hpp"
 
 namespace sdpa::reports {
 
@@ -35,7 +36,8 @@ std::string fmt(double x) {
 
 // No '<' and no '&' in here: the page must stay well-formed XML.
 constexpr const char* kStyle = R"css(
-:root { --pass: #1a7f37; --fail: #cf222e; --ns: #8c959f; --other: #bf8700; --ink: #1f2328;
+:root { --pass: #1a7f37; --fail: #cf222e; --ns: #8c959f; --other: #bf8700; --xfail: #8250df;
+        --ink: #1f2328;
         --muted: #59636e; --line: #d1d9e0; --bg2: #f6f8fa; }
 * { box-sizing: border-box; }
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif;
@@ -59,6 +61,7 @@ td.zero { color: var(--ns); }
 .scroll { overflow-x: auto; }
 table.matrix td { min-width: 96px; text-align: center; font-variant-numeric: tabular-nums; }
 table.matrix td.has-fail { background: #ffebe9; }
+table.matrix td.has-xfail { background: #fbefff; }
 table.matrix td.all-pass { background: #dafbe1; }
 table.matrix td.only-ns { background: var(--bg2); color: var(--muted); }
 table.matrix td.none { color: var(--line); }
@@ -68,6 +71,7 @@ table.matrix svg { display: block; margin: 2px auto; }
 .sw { display: inline-block; width: 10px; height: 10px; margin: 0 4px 0 10px; border-radius: 2px; }
 .sw.pass { background: var(--pass); } .sw.fail { background: var(--fail); }
 .sw.ns { background: var(--ns); } .sw.other { background: var(--other); }
+.sw.xfail { background: var(--xfail); }
 .charts { display: flex; flex-wrap: wrap; gap: 16px; }
 figure { margin: 0; border: 1px solid var(--line); border-radius: 6px; padding: 8px; }
 figcaption { font-size: 12px; color: var(--muted); margin-top: 4px; }
@@ -77,6 +81,7 @@ figcaption b { color: var(--ink); }
 .status.PASS { color: var(--pass); }
 .status.QUALITY_WARNING, .status.MISTRUSTED, .status.INVALID { color: var(--other); }
 .status.NOT_SUPPORTED { color: var(--muted); }
+.status.XFAIL { color: var(--xfail); }
 .case { word-break: break-all; min-width: 240px; }
 td code { white-space: nowrap; }
 td.case code, td.repro code { white-space: normal; overflow-wrap: anywhere; }
@@ -89,7 +94,7 @@ std::string status_span(Status s) {
   return "<span class=\"status " + name + "\">" + name + "</span>";
 }
 
-// A stacked bar of one matrix cell: pass, fail, not supported, other.
+// A stacked bar of one matrix cell: pass, fail, not supported, other, XFAIL.
 std::string cell_bar(const FeatureCell& c) {
   const double width = 84, height = 8;
   std::string svg =
@@ -107,12 +112,16 @@ std::string cell_bar(const FeatureCell& c) {
   segment(c.fail, "#cf222e");
   segment(c.not_supported, "#8c959f");
   segment(c.other, "#bf8700");
+  segment(c.expected_failure, "#8250df");
   return svg + "</svg>";
 }
 
 std::string matrix_cell(const FeatureCell& c) {
   if (c.total() == 0) return "<td class=\"none\">-</td>";
-  const char* cls = c.fail > 0 ? "has-fail" : c.pass > 0 ? "all-pass" : "only-ns";
+  const char* cls = c.fail > 0               ? "has-fail"
+                    : c.expected_failure > 0 ? "has-xfail"
+                    : c.pass > 0             ? "all-pass"
+                                             : "only-ns";
   std::string title = std::to_string(c.pass) + " pass, " + std::to_string(c.fail) + " fail, " +
                       std::to_string(c.not_supported) + " not supported";
   std::string text = std::to_string(c.pass) + " / " + std::to_string(c.fail) + " / " +
@@ -120,6 +129,10 @@ std::string matrix_cell(const FeatureCell& c) {
   if (c.other > 0) {
     title += ", " + std::to_string(c.other) + " invalid or mistrusted";
     text += " / " + std::to_string(c.other);
+  }
+  if (c.expected_failure > 0) {
+    title += ", " + std::to_string(c.expected_failure) + " expected to fail (XFAIL)";
+    text += " (" + std::to_string(c.expected_failure) + " XFAIL)";
   }
   return std::string("<td class=\"") + cls + "\" title=\"" + title + "\">" + cell_bar(c) + text +
          "</td>";
@@ -184,6 +197,27 @@ void records_table(std::string& out, const std::vector<const CaseRecord*>& rows)
     const CaseRecord& r = *rows[i];
     out += "<tr><td>" + status_span(r.status) + "</td><td><code>" + h(r.backend) +
            "</code></td><td class=\"case\"><code>" + h(r.case_id) + "</code></td><td><pre>" +
+           h(reports::truncate_utf8(r.message, kMessageBytes)) + "</pre></td>" + repro_cell(r) +
+           "</tr>\n";
+  }
+  out += "</table>\n";
+  if (rows.size() > kRowsPerTable) {
+    out += "<p class=\"note\">" + std::to_string(rows.size() - kRowsPerTable) +
+           " more not shown: see results.jsonl.</p>\n";
+  }
+}
+
+// A table of records listed as known failures: status, backend, case, the listed reason,
+// message, repro.
+void expected_table(std::string& out, const std::vector<const CaseRecord*>& rows) {
+  out +=
+      "<table><tr><th>status</th><th>backend</th><th>case</th><th>expected to fail because</th>"
+      "<th>message</th><th>repro</th></tr>\n";
+  for (std::size_t i = 0; i < std::min(rows.size(), kRowsPerTable); ++i) {
+    const CaseRecord& r = *rows[i];
+    out += "<tr><td>" + status_span(r.status) + "</td><td><code>" + h(r.backend) +
+           "</code></td><td class=\"case\"><code>" + h(r.case_id) + "</code></td><td>" +
+           h(reports::truncate_utf8(r.expected, kMessageBytes)) + "</td><td><pre>" +
            h(reports::truncate_utf8(r.message, kMessageBytes)) + "</pre></td>" + repro_cell(r) +
            "</tr>\n";
   }
@@ -260,7 +294,9 @@ std::string render_html(const RunSummary& run) {
          "<span class=\"sw pass\"></span>pass (incl. QUALITY_WARNING)"
          "<span class=\"sw fail\"></span>fail (FAIL, CRASH, TIMEOUT)"
          "<span class=\"sw ns\"></span>not supported"
-         "<span class=\"sw other\"></span>invalid or mistrusted</p>\n";
+         "<span class=\"sw other\"></span>invalid or mistrusted"
+         "<span class=\"sw xfail\"></span>XFAIL: a known failure (--expect), shown as "
+         "(N XFAIL)</p>\n";
     o += "<div class=\"scroll\"><table class=\"matrix\"><tr><th>feature</th>";
     for (const auto& [backend, cells] : matrix) o += "<th><code>" + h(backend) + "</code></th>";
     o += "</tr>\n";
@@ -326,10 +362,12 @@ std::string render_html(const RunSummary& run) {
   }
 
   // Failures, then the other findings.
-  std::vector<const CaseRecord*> failures, findings;
+  std::vector<const CaseRecord*> failures, findings, known;
   for (const auto& r : run.records) {
     if (is_failure(r.status)) {
       failures.push_back(&r);
+    } else if (r.status == Status::expected_failure) {
+      known.push_back(&r);
     } else if (r.status != Status::pass && r.status != Status::not_supported) {
       findings.push_back(&r);
     }
@@ -344,6 +382,22 @@ std::string render_html(const RunSummary& run) {
     o += "<h2>Warnings, invalid and mistrusted cases (" + std::to_string(findings.size()) +
          ")</h2>\n";
     records_table(o, findings);
+  }
+
+  // Known failures (--expect): the XFAIL records, then the listed cases that passed.
+  if (!known.empty()) {
+    o += "<h2>Known failures (" + std::to_string(known.size()) + " XFAIL)</h2>\n";
+    o += "<p class=\"note\">Listed in the expectations file " +
+         h(run.expectations.empty() ? std::string("(--expect)") : run.expectations) +
+         "; they do not fail the run. The message keeps the original status.</p>\n";
+    expected_table(o, known);
+  }
+  auto passing = unexpectedly_passing(run.records);
+  if (!passing.empty()) {
+    o += "<h2>Unexpectedly passing (" + std::to_string(passing.size()) + ")</h2>\n";
+    o += "<p class=\"note\">Listed as known failures, yet they passed: remove their lines "
+         "from the expectations file.</p>\n";
+    expected_table(o, passing);
   }
 
   // Why backends declined: NOT_SUPPORTED grouped by backend and reason.

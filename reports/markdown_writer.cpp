@@ -2,10 +2,11 @@
 // from the data is escaped or sits in a code span or block.
 #include <algorithm>
 
+#include "conformance/expectations.hpp"
 #include "reports/markdown_text.hpp"
+#include "reports/reports.hpp"
 #include "reports/tallies.hpp"
 #include "reports/text.hpp"
-#include "reports/reports.hpp"
 
 namespace sdpa::reports {
 
@@ -106,6 +107,37 @@ std::string render_markdown(const RunSummary& run, const MarkdownLimits& limits)
               " more in `results.jsonl`\n";
     }
     tail += "\n";
+  }
+  // Known failures (--expect): how many, the first few with their reasons, and the listed
+  // cases that passed (their lines can go).
+  auto known_item = [](const CaseRecord& r) {
+    return std::string("- ") + md_code(r.backend) + " " + md_code(r.case_id) + ": " +
+           md_text(reports::truncate_utf8(reports::first_line(r.expected), 200)) + "\n";
+  };
+  auto more = [](std::size_t n, std::size_t shown) {
+    return n > shown ? "- ... and " + std::to_string(n - shown) + " more in `results.jsonl`\n"
+                     : std::string();
+  };
+  std::vector<const CaseRecord*> known;
+  for (const auto& r : run.records) {
+    if (r.status == Status::expected_failure) known.push_back(&r);
+  }
+  if (!known.empty()) {
+    tail += "### Known failures (" + std::to_string(known.size()) + " XFAIL)\n\n";
+    for (std::size_t i = 0; i < std::min(known.size(), kWarningsInMarkdown); ++i) {
+      tail += known_item(*known[i]);
+    }
+    tail += more(known.size(), kWarningsInMarkdown) + "\n";
+  }
+  auto passing = unexpectedly_passing(run.records);
+  if (!passing.empty()) {
+    tail += "### Unexpectedly passing (" + std::to_string(passing.size()) +
+            ")\n\nListed as known failures, yet they passed: remove their lines from the "
+            "expectations file.\n\n";
+    for (std::size_t i = 0; i < std::min(passing.size(), kWarningsInMarkdown); ++i) {
+      tail += known_item(*passing[i]);
+    }
+    tail += more(passing.size(), kWarningsInMarkdown) + "\n";
   }
   std::string footer =
       "<sub>Full results: `results.jsonl`, `junit.xml`, `report.html` "

@@ -2,10 +2,11 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "conformance/expectations.hpp"
 #include "reports/markdown_text.hpp"
+#include "reports/reports.hpp"
 #include "reports/tallies.hpp"
 #include "reports/text.hpp"
-#include "reports/reports.hpp"
 
 namespace sdpa::reports {
 
@@ -99,6 +100,32 @@ std::string render_summary_json(const RunSummary& run) {
     failures.push_back(f);
   }
   j["failures"] = failures;
+
+  // Known failures (--expect): the records listed as expected to fail that did fail (XFAIL),
+  // and those listed that passed (time to remove their line).
+  json expected_failures = json::array();
+  for (const auto& r : run.records) {
+    if (r.status != Status::expected_failure) continue;
+    if (expected_failures.size() == kFailuresInSummary) break;
+    json f;
+    f["case_id"] = r.case_id;
+    f["backend"] = r.backend;
+    f["expected"] = r.expected;
+    f["message"] = r.message;
+    f["repro"] = r.repro;
+    expected_failures.push_back(f);
+  }
+  j["expected_failures"] = expected_failures;
+  json passing = json::array();
+  for (const CaseRecord* r : unexpectedly_passing(run.records)) {
+    if (passing.size() == kFailuresInSummary) break;
+    json p;
+    p["case_id"] = r->case_id;
+    p["backend"] = r->backend;
+    p["expected"] = r->expected;
+    passing.push_back(p);
+  }
+  j["unexpectedly_passing"] = passing;
   return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 

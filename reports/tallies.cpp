@@ -80,12 +80,14 @@ std::map<std::string, std::map<std::string, FeatureCell>> feature_matrix(const R
   std::map<std::string, std::map<std::string, FeatureCell>> m;
   for (const auto& r : run.records) {
     auto add = [&](FeatureCell& c) {
-      if (r.status == Status::pass || r.status == Status::quality_warning) {
+      if (is_pass(r.status)) {
         ++c.pass;
       } else if (is_failure(r.status)) {
         ++c.fail;
       } else if (r.status == Status::not_supported) {
         ++c.not_supported;
+      } else if (r.status == Status::expected_failure) {
+        ++c.expected_failure;
       } else {
         ++c.other;
       }

@@ -36,12 +36,16 @@ std::map<std::string, std::array<std::int64_t, kRatioBins>> ratio_histograms(con
 // (NaN ranks first, then +inf), ties broken by backend then case ID.
 std::vector<const CaseRecord*> worst_cases(const RunSummary& run, std::size_t n);
 
-
 // One matrix cell: PASS and QUALITY_WARNING count as pass; FAIL, CRASH and TIMEOUT as fail;
-// INVALID and MISTRUSTED as other.
+// XFAIL (a known failure, --expect) as expected_failure, never as pass; INVALID and
+// MISTRUSTED as other.
 struct FeatureCell {
-  std::int64_t pass = 0, fail = 0, not_supported = 0, other = 0;
-  std::int64_t total() const { return pass + fail + not_supported + other; }
+  std::int64_t pass = 0;              // PASS and QUALITY_WARNING
+  std::int64_t fail = 0;              // FAIL, CRASH and TIMEOUT
+  std::int64_t not_supported = 0;     // NOT_SUPPORTED
+  std::int64_t other = 0;             // INVALID and MISTRUSTED
+  std::int64_t expected_failure = 0;  // XFAIL
+  std::int64_t total() const { return pass + fail + not_supported + other + expected_failure; }
 };
 
 // The feature column "all" (every record) first, then the dtype=... tags, then the rest, each

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "conformance/record_json.hpp"
 #include "reports/markdown_text.hpp"
 #include "reports/tallies.hpp"
 #include "reports/text.hpp"
@@ -85,8 +86,26 @@ TEST(ReportsJsonl, EveryLineParsesAndRoundTripsTheRecord) {
     expect_same_double(json_double(j.at("seconds")), r.seconds);
     EXPECT_EQ(j.at("features").get<std::vector<std::string>>(), r.features);
     EXPECT_EQ(j.at("repro"), r.repro);
-    EXPECT_EQ(j.size(), 14u) << "a field was added or removed: update docs/REPORTS.md";
+    EXPECT_EQ(j.at("expected"), r.expected);
+    EXPECT_EQ(j.size(), 15u) << "a field was added or removed: update docs/REPORTS.md";
+    // The codec reads its own line back (the runner's workers send records this way).
+    const CaseRecord back = record_from_json(j);
+    EXPECT_EQ(back.case_id, r.case_id);
+    EXPECT_EQ(back.backend, r.backend);
+    EXPECT_EQ(back.status, r.status);
+    EXPECT_EQ(back.message, reports::valid_utf8(r.message));
+    EXPECT_EQ(back.expected, r.expected);
+    EXPECT_EQ(back.features, r.features);
+    EXPECT_EQ(back.repro, r.repro);
+    expect_same_double(back.worst_ratio, r.worst_ratio);
   }
+  // The known-failure records: an XFAIL and a listed case that passed.
+  json xfail = json::parse(ls[11]);
+  EXPECT_EQ(xfail.at("status"), "XFAIL");
+  EXPECT_EQ(xfail.at("expected"), "causal corner & \"BR\" <lower-right> #12");
+  EXPECT_EQ(json::parse(ls[12]).at("status"), "PASS");
+  EXPECT_EQ(json::parse(ls[12]).at("expected"), run.records[12].expected);
+  EXPECT_EQ(json::parse(ls[0]).at("expected"), "");  // written always, "" when none
 }
 
 TEST(ReportsJsonl, NonFiniteNumbersAreStrings) {
@@ -142,8 +161,10 @@ TEST(ReportsSummaryJson, CountsMatchTheRecords) {
   EXPECT_EQ(j.at("counts").at("total"), run.records.size());
   EXPECT_EQ(j.at("counts").at("FAIL"), 2);
   EXPECT_EQ(j.at("summary_line"),
-            "passed: 3 failed: 2 not_supported: 1 invalid: 1 mistrusted: 1 crash: 1 timeout: 1 "
-            "quality_warning: 1 expected_failure: 0");
+            "passed: 4 failed: 2 not_supported: 1 invalid: 1 mistrusted: 1 crash: 1 timeout: 1 "
+            "quality_warning: 1 expected_failure: 1");
+  EXPECT_EQ(j.at("counts").at("XFAIL"), 1);
+  EXPECT_EQ(j.at("backends").at("cpu.flash").at("XFAIL"), 1);
 
   // Per backend x status.
   std::map<std::string, std::map<std::string, std::int64_t>> expect;
@@ -182,7 +203,8 @@ TEST(ReportsSummaryJson, WorstCasesHistogramAndFailures) {
   // cpu.flash: FAIL 35 and FAIL NaN -> ">1", QUALITY_WARNING 0.8 -> "0.1..1"; MISTRUSTED not
   // counted.
   EXPECT_EQ(h.at("backends").at("cpu.flash"), json::parse("[0,0,0,0,0,1,2]"));
-  EXPECT_EQ(h.at("backends").at("cpu.math"), json::parse("[1,0,0,1,0,0,0]"));
+  // cpu.math: PASS 0 (twice) and PASS 0.003; the XFAIL's ratio (40) is not a measurement.
+  EXPECT_EQ(h.at("backends").at("cpu.math"), json::parse("[2,0,0,1,0,0,0]"));
   EXPECT_FALSE(h.at("backends").contains("cuda.flash"));  // nothing measured
 
   const json& f = j.at("failures");
@@ -191,6 +213,43 @@ TEST(ReportsSummaryJson, WorstCasesHistogramAndFailures) {
   EXPECT_EQ(f[1].at("status"), "CRASH");
   EXPECT_EQ(f[1].at("message"), run.records[6].message);
   EXPECT_EQ(f[2].at("status"), "TIMEOUT");
+}
+
+TEST(ReportsSummaryJson, KnownFailuresAndUnexpectedlyPassing) {
+  RunSummary run = testing::tricky_run();
+  json j = json::parse(render_summary_json(run));
+  const auto ordered = nlohmann::ordered_json::parse(render_summary_json(run));
+  std::vector<std::string> keys;  // in the file's order
+  for (const auto& [key, value] : ordered.items()) keys.push_back(key);
+  ASSERT_GE(keys.size(), 2u);
+  EXPECT_EQ(keys[keys.size() - 2], "expected_failures");
+  EXPECT_EQ(keys.back(), "unexpectedly_passing");
+
+  const json& x = j.at("expected_failures");
+  ASSERT_EQ(x.size(), 1u);
+  EXPECT_EQ(x[0].at("case_id"), run.records[11].case_id);
+  EXPECT_EQ(x[0].at("backend"), "cpu.flash");
+  EXPECT_EQ(x[0].at("expected"), run.records[11].expected);
+  EXPECT_EQ(x[0].at("message"), run.records[11].message);
+  EXPECT_EQ(x[0].at("repro"), run.records[11].repro);
+  EXPECT_EQ(j.at("failures").size(), 4u) << "an XFAIL is not a failure";
+  EXPECT_EQ(j.at("ok"), false);  // the real failures still fail it
+
+  const json& p = j.at("unexpectedly_passing");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0], json::parse(R"({"case_id": "b1.hq2.hkv2.l4.s4.dqk8.dv8.f32.seed13.gen=normal",
+                                  "backend": "cpu.math",
+                                  "expected": "listed <by> mistake `x` https://example.org/issues/7"})"));
+
+  // Only failures that are listed: the run is ok.
+  std::erase_if(run.records, [](const CaseRecord& r) { return is_failure(r.status); });
+  j = json::parse(render_summary_json(run));
+  EXPECT_EQ(j.at("ok"), true);
+  EXPECT_EQ(j.at("expected_failures").size(), 1u);
+
+  json empty = json::parse(render_summary_json(RunSummary{}));
+  EXPECT_TRUE(empty.at("expected_failures").empty());
+  EXPECT_TRUE(empty.at("unexpectedly_passing").empty());
 }
 
 TEST(ReportsSummaryJson, EmptyRunAndAllPassing) {
@@ -239,7 +298,7 @@ TEST(ReportsJunit, WellFormedWithOneTestcasePerRecord) {
   auto cases = root.find_all("testcase");
   ASSERT_EQ(cases.size(), run.records.size());
   EXPECT_EQ(root.find_all("failure").size(), 4u);
-  EXPECT_EQ(root.find_all("skipped").size(), 3u);  // NOT_SUPPORTED, INVALID, MISTRUSTED
+  EXPECT_EQ(root.find_all("skipped").size(), 4u);  // NOT_SUPPORTED, INVALID, MISTRUSTED, XFAIL
   EXPECT_EQ(root.find_all("error").size(), 0u);
 
   // Each suite's counters agree with its children, and its cases carry its name as classname.
@@ -273,7 +332,7 @@ TEST(ReportsJunit, WellFormedWithOneTestcasePerRecord) {
       }
       EXPECT_NE(f->text.find("repro: " + r.repro), std::string::npos);
     } else if (r.status == Status::not_supported || r.status == Status::invalid ||
-               r.status == Status::mistrusted) {
+               r.status == Status::mistrusted || r.status == Status::expected_failure) {
       const XmlNode* sk = c->child("skipped");
       ASSERT_NE(sk, nullptr);
       EXPECT_EQ(sk->attr("message"), std::string(status_name(r.status)) + ": " + r.message);
@@ -290,6 +349,33 @@ TEST(ReportsJunit, WellFormedWithOneTestcasePerRecord) {
   const XmlNode* qw = by_key.at({"cpu.flash", run.records[8].case_id});
   ASSERT_NE(qw->child("system-out"), nullptr);
   EXPECT_NE(qw->child("system-out")->text.find("QUALITY_WARNING: error 3x"), std::string::npos);
+  // An XFAIL is skipped, never a failure, with the original status and the reason.
+  const XmlNode* xf = by_key.at({"cpu.flash", run.records[11].case_id});
+  EXPECT_EQ(xf->child("failure"), nullptr);
+  ASSERT_NE(xf->child("skipped"), nullptr);
+  EXPECT_EQ(xf->child("skipped")->attr("message").rfind("XFAIL: expected failure (FAIL, ", 0), 0u);
+  EXPECT_NE(xf->child("skipped")->attr("message").find("<lower-right> #12"), std::string::npos);
+  ASSERT_NE(xf->child("system-out"), nullptr);
+  EXPECT_NE(xf->child("system-out")->text.find("repro: " + run.records[11].repro),
+            std::string::npos);
+  // The cpu.flash suite counts it as skipped, not as a failure.
+  for (const XmlNode* s : suites) {
+    if (s->attr("name") == "cpu.flash") {
+      EXPECT_EQ(s->attr("failures"), "2");
+      EXPECT_EQ(s->attr("skipped"), "2");  // MISTRUSTED, XFAIL
+    }
+  }
+  // A listed case that passed: a passing testcase that says so.
+  const XmlNode* up = by_key.at({"cpu.math", run.records[12].case_id});
+  EXPECT_EQ(up->child("failure"), nullptr);
+  EXPECT_EQ(up->child("skipped"), nullptr);
+  ASSERT_NE(up->child("system-out"), nullptr);
+  EXPECT_NE(up->child("system-out")
+                ->text.find("unexpectedly passing: listed as a known failure (" +
+                            run.records[12].expected + ")"),
+            std::string::npos);
+  // A plain PASS stays an empty testcase.
+  EXPECT_TRUE(by_key.at({"cpu.math", run.records[0].case_id})->children.empty());
 }
 
 TEST(ReportsJunit, ForcedTargetsAndThreadsGiveDistinctNames) {
@@ -322,8 +408,10 @@ TEST(ReportsJunit, EmptyAndManyRecords) {
   EXPECT_EQ(root.find_all("testcase").size(), 5000u);
   EXPECT_EQ(root.find_all("failure").size(),
             static_cast<std::size_t>(count_if_status(run, {Status::fail})));
+  EXPECT_GT(count_if_status(run, {Status::expected_failure}), 0);
   EXPECT_EQ(root.find_all("skipped").size(),
-            static_cast<std::size_t>(count_if_status(run, {Status::not_supported})));
+            static_cast<std::size_t>(
+                count_if_status(run, {Status::not_supported, Status::expected_failure})));
 }
 
 TEST(ReportsJunit, TimesAreSchemaDecimals) {
@@ -348,13 +436,14 @@ TEST(ReportsMarkdown, StatusTableFailuresAndRepros) {
   RunSummary run = testing::tricky_run();
   std::string md = render_markdown(run);
   EXPECT_EQ(md.rfind("## sdpa-cts conformance: \xE2\x9D\x8C failed\n", 0), 0u);
-  EXPECT_NE(md.find("`passed: 3 failed: 2 not_supported: 1"), std::string::npos);
+  EXPECT_NE(md.find("`passed: 4 failed: 2 not_supported: 1"), std::string::npos);
   EXPECT_NE(md.find("| backend | PASS | FAIL | NOT_SUPPORTED | INVALID | MISTRUSTED | CRASH | "
-                    "TIMEOUT | QUALITY_WARNING | total |"),
+                    "TIMEOUT | QUALITY_WARNING | XFAIL | total |"),
             std::string::npos);
-  EXPECT_NE(md.find("| `cpu.flash` | 0 | **2** | 0 | 0 | 1 | 0 | 0 | 1 | 4 |"), std::string::npos)
+  EXPECT_NE(md.find("| `cpu.flash` | 0 | **2** | 0 | 0 | 1 | 0 | 0 | 1 | 1 | 5 |"),
+            std::string::npos)
       << md;
-  EXPECT_NE(md.find("| **all** | 3 | **2** |"), std::string::npos);
+  EXPECT_NE(md.find("| **all** | 4 | **2** |"), std::string::npos);
   EXPECT_NE(md.find("### Failures (4)"), std::string::npos);
   for (const auto& r : run.records) {
     if (is_failure(r.status)) {
@@ -372,6 +461,29 @@ TEST(ReportsMarkdown, StatusTableFailuresAndRepros) {
   EXPECT_NE(md.find("| `vendor<x>&\"y\"` | 1 |"), std::string::npos);
   EXPECT_NE(md.find("### Warnings (3)"), std::string::npos);
   EXPECT_NE(md.find("### Closest to the bound"), std::string::npos);
+  // Known failures: the count, each with its reason (escaped), and the unexpectedly passing.
+  EXPECT_NE(md.find("### Known failures (1 XFAIL)\n\n- `cpu.flash` `" + run.records[11].case_id +
+                    "`: causal corner \\& \"BR\" \\<lower-right\\> \\#12\n"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("### Unexpectedly passing (1)"), std::string::npos);
+  EXPECT_NE(md.find("- `cpu.math` `" + run.records[12].case_id +
+                    "`: listed \\<by\\> mistake \\`x\\` https://example.org/issues/7\n"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("**XFAIL**"), std::string::npos) << "an XFAIL is not listed as a failure";
+}
+
+TEST(ReportsMarkdown, KnownFailuresAreCapped) {
+  RunSummary run = testing::realistic_run(4000);
+  std::int64_t xfail = count_if_status(run, {Status::expected_failure});
+  ASSERT_GT(xfail, 10);
+  std::string md = render_markdown(run);
+  EXPECT_NE(md.find("### Known failures (" + std::to_string(xfail) + " XFAIL)"), std::string::npos);
+  EXPECT_NE(md.find("- ... and " + std::to_string(xfail - 10) + " more in `results.jsonl`"),
+            std::string::npos)
+      << md;
+  EXPECT_LE(md.size(), MarkdownLimits{}.max_bytes);
 }
 
 TEST(ReportsMarkdown, PassingAndEmptyRuns) {
@@ -502,8 +614,8 @@ TEST(ReportsHtml, MatrixHistogramsAndWorstCases) {
   for (const XmlNode* td : rows[1]->find_all("td")) all_row.push_back(all_text(*td));
   // Backends sorted: cpu.flash, cpu.math, cpu.mem_efficient, cuda.flash, vendor<x>&"y".
   ASSERT_EQ(all_row.size(), 5u);
-  EXPECT_EQ(all_row[0], "1 / 2 / 0 / 1");
-  EXPECT_EQ(all_row[1], "2 / 0 / 0 / 1");
+  EXPECT_EQ(all_row[0], "1 / 2 / 0 / 1 (1 XFAIL)");  // an XFAIL is never a pass
+  EXPECT_EQ(all_row[1], "3 / 0 / 0 / 1");
   EXPECT_EQ(all_row[2], "0 / 2 / 0");
   EXPECT_EQ(all_row[3], "0 / 0 / 1");
   EXPECT_EQ(all_row[4], "1 / 0 / 0");
@@ -529,6 +641,28 @@ TEST(ReportsHtml, MatrixHistogramsAndWorstCases) {
     }
   }
   EXPECT_TRUE(found_nan_first);
+}
+
+TEST(ReportsHtml, KnownFailuresAndUnexpectedlyPassing) {
+  RunSummary run = testing::tricky_run();
+  std::string html = render_html(run);
+  XmlNode root = XmlReader::parse(html);
+  expect_only_known_markup(root);
+  std::string text = all_text(root);
+  EXPECT_NE(text.find("Known failures (1 XFAIL)"), std::string::npos);
+  EXPECT_NE(text.find("Listed in the expectations file ci/known <failures>.txt"),
+            std::string::npos);
+  EXPECT_NE(text.find("Unexpectedly passing (1)"), std::string::npos);
+  EXPECT_NE(text.find(run.records[11].expected), std::string::npos);
+  EXPECT_NE(text.find(run.records[12].expected), std::string::npos);
+  EXPECT_NE(text.find("Failures (4)"), std::string::npos) << "an XFAIL is not a failure";
+  EXPECT_NE(text.find("Warnings, invalid and mistrusted cases (3)"), std::string::npos);
+  // XFAIL has a colour of its own: in the status table, the legend and the matrix.
+  EXPECT_NE(html.find(".status.XFAIL {"), std::string::npos);
+  EXPECT_NE(html.find("<span class=\"status XFAIL\">XFAIL</span>"), std::string::npos);
+  EXPECT_NE(html.find("<span class=\"sw xfail\"></span>"), std::string::npos);
+  EXPECT_NE(html.find("<td class=\"has-xfail\""), std::string::npos);
+  EXPECT_NE(html.find("fill=\"#8250df\""), std::string::npos);
 }
 
 TEST(ReportsHtml, EmptyAndManyRecords) {
