@@ -89,14 +89,17 @@ RunResult execute_run(const RunRequest& opt, const std::vector<SelectedCase>& ca
   // Jobs: every (case, backend, target) in a fixed order; this machine keeps its shard.
   result.cases = cases.size();
   std::vector<Job> jobs;
-  std::size_t ordinal = 0;
-  for (const auto& [id, file] : cases)
+  std::size_t ordinal = 0, case_index = 0;
+  for (const auto& [id, file] : cases) {
+    const bool mine = opt.shard.has(case_index++);
     for (const auto& b : backends)
       for (const Device& d : devices_for(b)) {
-        if (!opt.shard.has(ordinal++)) continue;
+        ++ordinal;
+        if (!mine) continue;
         jobs.push_back(make_job(id, file, b, d, opt.threads));
         if (auto it = plugin_of.find(b); it != plugin_of.end()) jobs.back().plugin = it->second;
       }
+  }
   if (ordinal == 0)
     throw std::invalid_argument("no case selected (check --tier, --case and --filter)");
 
@@ -135,6 +138,7 @@ RunResult execute_run(const RunRequest& opt, const std::vector<SelectedCase>& ca
   summary.shard_index = opt.shard.index;
   summary.shard_count = opt.shard.count;
   summary.jobs_total = ordinal;
+  summary.cases_total = cases.size();
   summary.expectations = opt.expected.file;
   const auto t0 = std::chrono::steady_clock::now();
   summary.records = jobs.empty() ? std::vector<CaseRecord>{} : run_jobs(jobs, ro);

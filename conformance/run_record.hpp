@@ -45,6 +45,8 @@ struct RunSummary {
   int shard_index = 0;              // this run's shard (conformance/shard.hpp), 0-based
   int shard_count = 1;              // number of shards of the whole run (1 = not sharded)
   std::size_t jobs_total = 0;       // jobs of the whole run, all shards together
+  std::size_t cases_total = 0;      // cases of the whole run; every case has the same number
+                                    // of jobs (jobs_total / cases_total), kept in one shard
   std::string expectations;         // the known-failure file it ran with ("" = none)
 };
 

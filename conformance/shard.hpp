@@ -1,7 +1,8 @@
-// Sharding: one run split across the machines of a CI system (docs/SCALE-OUT.md). Job j of
-// the full, ordered job list belongs to shard j mod N, so the shards are disjoint, together
-// are the whole run for any N, and each gets every N-th job (cheap and expensive cases mix).
-// A merge puts record m of shard K back at position K + m*N (reports/merge.hpp).
+// Sharding: one run split across the machines of a CI system (docs/SCALE-OUT.md). Case c of
+// the full, ordered case list belongs to shard c mod N with all its jobs (every backend and
+// SIMD target), so the shards are disjoint, together are the whole run for any N, each gets
+// every N-th case (cheap and expensive cases mix) and every backend. A merge puts job group m
+// of shard K back at case position K + m*N (reports/merge.hpp).
 #pragma once
 
 #include <cstddef>
@@ -14,9 +15,9 @@ struct Shard {
   int index = 0;  // this shard, 0-based (as TEST_SHARD_INDEX and JOB_COMPLETION_INDEX)
   int count = 1;  // number of shards; 1 = the whole run
   bool whole() const { return count == 1; }
-  // Whether job `job` (0-based position in the full job list) is in this shard.
-  bool has(std::size_t job) const {
-    return job % static_cast<std::size_t>(count) == static_cast<std::size_t>(index);
+  // Whether case `c` (0-based position in the full case list) is in this shard.
+  bool has(std::size_t c) const {
+    return c % static_cast<std::size_t>(count) == static_cast<std::size_t>(index);
   }
 };
 
@@ -32,7 +33,7 @@ std::string shard_name(const Shard& s);
 // Throws std::invalid_argument for malformed or inconsistent values.
 Shard shard_from_environment();
 
-// Number of jobs shard `s` of a run of `total` jobs gets.
+// Number of cases shard `s` of a run of `total` cases gets.
 std::size_t shard_size(std::size_t total, const Shard& s);
 
 }  // namespace sdpa::conformance

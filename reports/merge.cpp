@@ -116,6 +116,11 @@ std::uint64_t read_summary(const std::string& path, RunSummary* run) {
                               std::to_string(run->shard_count - 1) + "]");
   }
   run->jobs_total = k.unsigned_int(j, "jobs_total", "jobs_total");
+  run->cases_total = k.unsigned_int(j, "cases_total", "cases_total");
+  if (run->cases_total == 0 ? run->jobs_total != 0 : run->jobs_total % run->cases_total != 0) {
+    k.fail("jobs_total", std::to_string(run->jobs_total) + " is not a multiple of cases_total " +
+                             std::to_string(run->cases_total));
+  }
   run->expectations = k.text("expectations");
   run->started_at = k.text("started_at");
   run->seconds = k.number("seconds");
@@ -190,6 +195,7 @@ RunSummary merge_runs(const std::vector<RunSummary>& shards,
       {"seed", [](const RunSummary& r) { return std::to_string(r.seed); }},
       {"shard count", [](const RunSummary& r) { return std::to_string(r.shard_count); }},
       {"jobs_total", [](const RunSummary& r) { return std::to_string(r.jobs_total); }},
+      {"cases_total", [](const RunSummary& r) { return std::to_string(r.cases_total); }},
       {"expectations", [](const RunSummary& r) { return quoted(r.expectations); }},
   };
   for (std::size_t i = 1; i < shards.size(); ++i) {
@@ -235,10 +241,11 @@ RunSummary merge_runs(const std::vector<RunSummary>& shards,
                                 std::to_string(n) + " shards of the run were given");
   }
 
-  // Each shard holds exactly its jobs.
+  // Each shard holds exactly its cases' jobs, `group` per case.
+  const std::size_t group = first.cases_total ? first.jobs_total / first.cases_total : 0;
   for (std::size_t i = 0; i < shards.size(); ++i) {
     const Shard s{shards[i].shard_index, n};
-    const std::size_t want = conformance::shard_size(first.jobs_total, s);
+    const std::size_t want = conformance::shard_size(first.cases_total, s) * group;
     if (shards[i].records.size() != want) {
       throw std::invalid_argument(
           quoted(names[i]) + " (shard " + shard_of(shards[i]) + ") has " +
@@ -253,8 +260,9 @@ RunSummary merge_runs(const std::vector<RunSummary>& shards,
   merged.records.assign(first.jobs_total, CaseRecord{});
   for (const RunSummary& s : shards) {
     for (std::size_t m = 0; m < s.records.size(); ++m) {
-      merged.records[static_cast<std::size_t>(s.shard_index) + m * static_cast<std::size_t>(n)] =
-          s.records[m];
+      const std::size_t c = static_cast<std::size_t>(s.shard_index) +
+                            (m / group) * static_cast<std::size_t>(n);  // the record's case
+      merged.records[c * group + m % group] = s.records[m];
     }
     // Side by side: the run started with the first shard and lasted as long as the longest.
     if (!s.started_at.empty() && (merged.started_at.empty() || s.started_at < merged.started_at)) {

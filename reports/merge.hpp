@@ -20,9 +20,10 @@ conformance::RunSummary read_run(const std::string& dir);
 
 // The one run that the shards `shards` are parts of; `names[i]` names shards[i] in errors
 // (its directory). Checks that every shard has the same tool_version, tolerance_version, tier,
-// device, seed, shard_count, jobs_total and expectations; that every index 0..N-1 occurs
-// exactly once; and that each shard has shard_size(jobs_total, shard) records. Record m of
-// shard K goes to position K + m*N. The result has shard_index 0 and shard_count 1, the
+// device, seed, shard_count, jobs_total, cases_total and expectations; that every index
+// 0..N-1 occurs exactly once; and that each shard has shard_size(cases_total, shard) * g
+// records, g = jobs_total / cases_total jobs per case. The m-th case (g records) of shard K
+// goes back to case K + m*N. The result has shard_index 0 and shard_count 1, the
 // earliest started_at and the largest seconds (the shards ran side by side). Throws
 // std::invalid_argument naming the shard and the field for any mismatch. A pure function.
 conformance::RunSummary merge_runs(const std::vector<conformance::RunSummary>& shards,

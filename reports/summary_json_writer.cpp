@@ -51,6 +51,7 @@ std::string render_summary_json(const RunSummary& run) {
   shard["count"] = run.shard_count;
   j["shard"] = shard;
   j["jobs_total"] = run.jobs_total;
+  j["cases_total"] = run.cases_total;
   j["expectations"] = run.expectations;
   j["started_at"] = run.started_at;
   j["seconds"] = number(run.seconds);

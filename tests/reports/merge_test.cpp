@@ -34,6 +34,7 @@ RunSummary sample_run(std::size_t n = 10) {
   run.started_at = "2024-05-01T12:00:00Z";
   run.seconds = 2.5;
   run.jobs_total = n;
+  run.cases_total = n;  // one job per case (ACasesJobsStayTogetherInOneShard has three)
   run.expectations = "known.txt";
   const Status statuses[] = {Status::pass,    Status::fail,       Status::not_supported,
                              Status::invalid, Status::mistrusted, Status::quality_warning};
@@ -65,8 +66,9 @@ RunSummary shard_of(const RunSummary& run, int k, int n) {
   s.shard_count = n;
   s.records.clear();
   const Shard shard{k, n};
+  const std::size_t group = run.cases_total ? run.jobs_total / run.cases_total : 1;
   for (std::size_t j = 0; j < run.records.size(); ++j) {
-    if (shard.has(j)) s.records.push_back(run.records[j]);
+    if (shard.has(j / group)) s.records.push_back(run.records[j]);  // a case's jobs stay together
   }
   return s;
 }
@@ -120,6 +122,7 @@ void expect_same_run(const RunSummary& a, const RunSummary& b) {
   EXPECT_EQ(a.shard_index, b.shard_index);
   EXPECT_EQ(a.shard_count, b.shard_count);
   EXPECT_EQ(a.jobs_total, b.jobs_total);
+  EXPECT_EQ(a.cases_total, b.cases_total);
   EXPECT_EQ(a.expectations, b.expectations);
   ASSERT_EQ(a.records.size(), b.records.size());
   for (std::size_t i = 0; i < a.records.size(); ++i) {
@@ -183,6 +186,34 @@ TEST(Merge, SplitAndMergedIsTheRun) {
   }
 }
 
+TEST(Merge, ACasesJobsStayTogetherInOneShard) {
+  // 12 records = 4 cases x 3 jobs (three backends, say): each shard gets whole cases, so with
+  // 3 shards every shard still has every backend, and the merge restores the run's order.
+  RunSummary run = sample_run(12);
+  run.cases_total = 4;
+  const char* backends[] = {"cpu.math", "cpu.flash", "cpu.mem_efficient"};
+  for (std::size_t i = 0; i < run.records.size(); ++i) {
+    run.records[i].case_id =
+        "b1.hq2.l" + std::to_string(i / 3 + 1) + ".s7.dqk8.f32.seed1.gen=normal";
+    run.records[i].backend = backends[i % 3];
+  }
+  for (int n = 1; n <= 5; ++n) {
+    SCOPED_TRACE(std::to_string(n) + " shards");
+    auto shards = split(run, n);
+    for (const auto& s : shards) {
+      ASSERT_EQ(s.records.size() % 3, 0u);
+      for (std::size_t m = 0; m < s.records.size(); m += 3) {
+        EXPECT_EQ(s.records[m].case_id, s.records[m + 2].case_id);
+      }
+    }
+    std::reverse(shards.begin(), shards.end());
+    expect_same_run(merge_runs(shards, names_of(shards.size())), run);
+  }
+  // Three shards of a three-backend run mix the backends.
+  const auto three = split(run, 3);
+  EXPECT_NE(three[0].records[0].backend, three[0].records[1].backend);
+}
+
 TEST(Merge, TimingIsTheEarliestStartAndTheLongestShard) {
   auto shards = split(sample_run(), 3);
   shards[0].started_at = "2024-05-01T12:00:05Z";
@@ -214,9 +245,10 @@ TEST(Merge, ReadBackFromReportsAndMerged) {
 
 TEST(Merge, SummaryJsonCarriesTheShard) {
   const std::string s = render_summary_json(shard_of(sample_run(), 2, 3));
-  EXPECT_NE(s.find("\"shard\": {\n    \"index\": 2,\n    \"count\": 3\n  },\n"
-                   "  \"jobs_total\": 10,\n  \"expectations\": \"known.txt\""),
-            std::string::npos)
+  EXPECT_NE(
+      s.find("\"shard\": {\n    \"index\": 2,\n    \"count\": 3\n  },\n"
+             "  \"jobs_total\": 10,\n  \"cases_total\": 10,\n  \"expectations\": \"known.txt\""),
+      std::string::npos)
       << s;
   EXPECT_LT(s.find("\"seed\""), s.find("\"shard\""));
 }
