@@ -14,6 +14,7 @@
 #include "conformance/tolerance.hpp"
 #include "core/build_info.hpp"
 #include "reports/atomic_file.hpp"
+#include "reports/merge.hpp"
 #include "reports/reports.hpp"
 
 namespace sdpa::conformance {
@@ -308,20 +309,81 @@ BundleCheck check_bundle(const std::string& dir) {
   note_if("suite version", str_at(m, {"suite", "version"}), SDPA_CTS_VERSION);
   note_if("suite commit", str_at(m, {"suite", "commit"}), build_commit());
   note_if("tolerance table", str_at(m, {"suite", "tolerance_version"}), ToleranceTable{}.version);
-  try {
-    const Profile here = load_profile(str_at(m, {"profile", "name"}));
-    note_if("profile file", str_at(m, {"profile", "file_sha256"}), sha256_hex(here.text));
-    const auto seed = m.value("/profile/sample_seed"_json_pointer, std::uint64_t(0));
-    note_if("profile case list", str_at(m, {"profile", "case_list_sha256"}),
-            sha256_hex(case_list_text(profile_cases(here, seed))));
-  } catch (const std::exception& e) {
-    out.notes.push_back(std::string("this build cannot regenerate the profile: ") + e.what());
-  }
+  const std::string profile_name = str_at(m, {"profile", "name"});
+  const auto builtin = builtin_profile_names();
+  if (std::find(builtin.begin(), builtin.end(), profile_name) == builtin.end()) {
+    out.notes.push_back("profile '" + profile_name + "' is not a built-in profile of this build: " +
+                        "the bundle's own case list and profile copy were checked");
+  } else
+    try {
+      const Profile here = load_profile(profile_name);
+      note_if("profile file", str_at(m, {"profile", "file_sha256"}), sha256_hex(here.text));
+      const auto seed = m.value("/profile/sample_seed"_json_pointer, std::uint64_t(0));
+      note_if("profile case list", str_at(m, {"profile", "case_list_sha256"}),
+              sha256_hex(case_list_text(profile_cases(here, seed))));
+    } catch (const std::exception& e) {
+      out.notes.push_back(std::string("this build cannot regenerate the profile: ") + e.what());
+    }
   if (shard_count > 1) {
     out.notes.push_back(
         "a shard bundle (" + std::to_string(shard_index) + "/" + std::to_string(shard_count) +
         "): merge the shards with `sdpa-cts report merge` for the profile's verdict");
   }
+  return out;
+}
+
+BundleContents merge_bundles(const std::vector<std::string>& dirs) {
+  if (dirs.empty()) throw std::invalid_argument("no bundle to merge");
+  std::vector<BundleCheck> checks;
+  std::vector<RunSummary> runs;
+  // The manifest without what differs between the shards of one certification.
+  auto comparable = [](json m) {
+    m.erase("verdict");
+    for (const char* k : {"shard", "started_at", "seconds", "command"}) m["run"].erase(k);
+    return m;
+  };
+  for (const auto& d : dirs) {
+    BundleCheck c = check_bundle(d);
+    if (!c.problems.empty()) {
+      throw std::invalid_argument("bundle '" + d + "' is not intact: " + c.problems.front() +
+                                  " (sdpa-cts verify-bundle " + d + ")");
+    }
+    if (!checks.empty() && comparable(c.manifest) != comparable(checks.front().manifest)) {
+      const json a = comparable(checks.front().manifest), b = comparable(c.manifest);
+      std::string where;
+      for (const auto& [key, value] : a.items())
+        if (!b.contains(key) || b.at(key) != value) where += (where.empty() ? "" : ", ") + key;
+      throw std::invalid_argument(
+          "bundles '" + dirs.front() + "' and '" + d +
+          "' are not shards of one certification: their manifests differ in " +
+          (where.empty() ? std::string("their keys") : where));
+    }
+    runs.push_back(reports::read_run(d));
+    checks.push_back(std::move(c));
+  }
+  const BundleCheck& first = checks.front();
+  BundleContents out;
+  out.run = reports::merge_runs(runs, dirs);
+  out.case_list = *read_text(fs::path(dirs.front()) / kCaseListFile);
+  out.profile_text = *read_text(fs::path(dirs.front()) / kProfileCopyFile);
+  out.expectations = first.expectations;
+  Profile rule;
+  for (const auto& t : first.manifest.at("profile").at("require"))
+    rule.require.insert(t.get<std::string>());
+  const ProfileVerdict v = judge_profile(rule, out.run.records, first.case_ids.size());
+  out.manifest = nlohmann::ordered_json::parse(first.manifest.dump());
+  auto& run = out.manifest["run"];
+  run["shard"] = {{"index", 0}, {"count", 1}};
+  run["merged_shards"] = dirs.size();
+  run["started_at"] = out.run.started_at;
+  run["seconds"] = out.run.seconds;
+  std::string command = run.value("command", "");
+  if (const auto at = command.find(" --shard "); at != std::string::npos) {
+    const auto end = command.find(' ', at + 9);
+    command.erase(at, end == std::string::npos ? std::string::npos : end - at);
+  }
+  run["command"] = command;
+  out.manifest["verdict"] = verdict_json(v, out.run.records.size());
   return out;
 }
 

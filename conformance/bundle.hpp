@@ -60,4 +60,10 @@ struct BundleCheck {
 // rule. Adds notes where this build's suite, tolerance table or profile differ.
 BundleCheck check_bundle(const std::string& dir);
 
+// The bundles of the shards of one certification (`certify --shard K/N`) as the bundle of
+// the whole run: each must check intact, their manifests must agree apart from the shard and
+// its timing, and their runs must merge (reports/merge.hpp); the verdict is recomputed from
+// all the records. Throws std::invalid_argument naming the bundle and the problem.
+BundleContents merge_bundles(const std::vector<std::string>& dirs);
+
 }  // namespace sdpa::conformance
