@@ -13,7 +13,13 @@ nlohmann::ordered_json number(double x) {
 }
 
 double number_from(const nlohmann::json& j, const char* key) {
-  const auto& v = j.at(key);
+  if (auto x = number_or_nonfinite(j.at(key))) return *x;
+  throw std::invalid_argument(std::string("record key '") + key + "': not a number");
+}
+
+}  // namespace
+
+std::optional<double> number_or_nonfinite(const nlohmann::json& v) {
   if (v.is_number()) return v.get<double>();
   if (v.is_string()) {
     const auto s = v.get<std::string>();
@@ -21,10 +27,8 @@ double number_from(const nlohmann::json& j, const char* key) {
     if (s == "-inf") return -INFINITY;
     if (s == "nan") return NAN;
   }
-  throw std::invalid_argument(std::string("record key '") + key + "': not a number");
+  return std::nullopt;
 }
-
-}  // namespace
 
 nlohmann::ordered_json record_to_json(const CaseRecord& r) {
   nlohmann::ordered_json j;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "conformance/run_record.hpp"
@@ -12,6 +13,9 @@ namespace sdpa::conformance {
 
 // One record as a JSON object, keys in a fixed order (docs/REPORTS.md "results.jsonl").
 nlohmann::ordered_json record_to_json(const CaseRecord& r);
+
+// A JSON number, or one of the strings "inf", "-inf", "nan"; nullopt for anything else.
+std::optional<double> number_or_nonfinite(const nlohmann::json& v);
 
 // The record back; throws std::invalid_argument naming the key for a malformed object.
 CaseRecord record_from_json(const nlohmann::json& j);

@@ -64,14 +64,7 @@ class SummaryKeys {
   }
   // A number, or "inf" / "-inf" / "nan" (JSON has no non-finite numbers).
   double number(const std::string& key) const {
-    const json& v = at(j_, key, key);
-    if (v.is_number()) return v.get<double>();
-    if (v.is_string()) {
-      const auto s = v.get<std::string>();
-      if (s == "inf") return INFINITY;
-      if (s == "-inf") return -INFINITY;
-      if (s == "nan") return NAN;
-    }
+    if (auto x = conformance::number_or_nonfinite(at(j_, key, key))) return *x;
     fail(key, "is not a number");
   }
   const json& object(const std::string& key) const {

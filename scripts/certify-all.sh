@@ -52,12 +52,19 @@ for b in $backends; do
       status=1
     fi
     python3 - "$dir/manifest.json" "$b" "$p" >>"$table" <<'PY'
-import json, sys
+import collections, json, sys
 m = json.load(open(sys.argv[1]))
 v = m["verdict"]
-reasons = "; ".join(r.split(": ")[0] + ": " + r.split(": ", 2)[-1][:90] for r in v["reasons"][:2])
-if len(v["reasons"]) > 2:
-    reasons += f"; ... ({len(v['reasons'])} in all)"
+# Reasons grouped by status and why (the case IDs differ), most frequent first.
+groups = collections.Counter()
+for r in v["reasons"]:
+    status, rest = r.split(" ", 1)
+    why = rest.split(": ", 1)[1] if ": " in rest else rest
+    why = why.replace("declines a required feature: ", "").replace("only expected to fail: ", "")
+    groups[f"{status}: {why[:100]}"] += 1
+reasons = "; ".join(f"{n} x {g}" for g, n in groups.most_common(3))
+if len(groups) > 3:
+    reasons += f"; ... ({len(groups)} kinds)"
 print(f"| {sys.argv[2]} | {sys.argv[3]} | {'MET' if v['met'] else 'NOT MET'} | "
       f"{v['required_passed']}/{v['required']} | {v['outside']} ({v['outside_failures']}) | "
       f"{m['run']['seconds']:.0f} | {reasons.replace('|', '/')} |")

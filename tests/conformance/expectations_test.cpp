@@ -12,22 +12,14 @@
 #include <string>
 
 #include "conformance/record_json.hpp"
+#include "tests/error_of.hpp"
 
 namespace sdpa::conformance {
 namespace {
 
 const std::string kCase = "b1.hq2.hkv2.l9.s17.dqk8.dv8.f32.seed1.gen=normal";
 
-// The message of the std::invalid_argument `f` throws ("" when it throws none).
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
-}
+using sdpa::testing_util::error_of;
 
 CaseRecord record(std::string backend, std::string case_id, Status status,
                   std::string message = "worst |err| 3e-2 > tol 1e-3 at o[0,0,0,0]") {

@@ -10,6 +10,7 @@
 
 #include "conformance/tier.hpp"
 #include "core/case_id.hpp"
+#include "tests/error_of.hpp"
 
 namespace sdpa::conformance {
 namespace {
@@ -27,12 +28,7 @@ std::string write_profile(const std::string& name, const std::string& text) {
 }
 
 std::string error_of(const std::string& path) {
-  try {
-    load_profile(path);
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
+  return testing_util::error_of([&] { load_profile(path); });
 }
 
 CaseRecord record(const std::string& id, Status s) {

@@ -13,6 +13,8 @@
 #include <tuple>
 #include <vector>
 
+#include "tests/error_of.hpp"
+
 namespace sdpa {
 
 using namespace sdpa::conformance;
@@ -20,16 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The message of the std::invalid_argument `f` throws ("" if none).
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
-}
+using sdpa::testing_util::error_of;
 
 TEST(Shard, ParsesKOverN) {
   for (const auto& [text, k, n] : std::vector<std::tuple<const char*, int, int>>{

@@ -11,6 +11,7 @@ mkdir -p "$scratch"
 cmake --install "$build" --prefix "$scratch/prefix" >/dev/null
 # The installed command finds its tiers and golden sets next to itself, not in the sources.
 test -f "$scratch/prefix/share/sdpa-cts/conformance/tiers/ci.tier"
+test -f "$scratch/prefix/share/sdpa-cts/conformance/profiles/inference-core.profile"
 test -f "$scratch/prefix/share/sdpa-cts/golden/data/ci.h5"
 test -f "$scratch/prefix/include/sdpa_cts/plugin.h"
 cmake -S "$src/tests/install/downstream" -B "$scratch/build" -G Ninja \

@@ -14,6 +14,7 @@
 
 #include "conformance/shard.hpp"
 #include "reports/reports.hpp"
+#include "tests/error_of.hpp"
 
 namespace sdpa {
 
@@ -131,16 +132,7 @@ void expect_same_run(const RunSummary& a, const RunSummary& b) {
   }
 }
 
-// The message of the std::invalid_argument `f` throws ("" if none).
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
-}
+using sdpa::testing_util::error_of;
 
 // A fresh temporary directory, removed at the end of the test.
 class TempDir {
