@@ -1,5 +1,6 @@
 #include "conformance/naive_baseline.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -41,8 +42,7 @@ std::vector<double> naive(const Problem& p, const reference::Inputs& in, const P
   const T keep_scale = p.dropout_p > 0 ? T(1) / (T(1) - static_cast<T>(p.dropout_p)) : T(1);
   const auto at = [&](const TensorLayout& t, const std::vector<std::int64_t>& cu, std::int64_t b,
                       std::int64_t h, std::int64_t r, std::int64_t d) {
-    return element_offset(t, p.packed, b, h, p.packed ? cu[static_cast<std::size_t>(b)] + r : r,
-                          d);
+    return element_offset(t, p.packed, b, h, p.packed ? cu[static_cast<std::size_t>(b)] + r : r, d);
   };
   std::vector<T> s(static_cast<std::size_t>(S));
   std::vector<char> att(static_cast<std::size_t>(S));
@@ -69,15 +69,22 @@ std::vector<double> naive(const Problem& p, const reference::Inputs& in, const P
           qt[e] = static_cast<T>(load_as_double(p.dtype, in.q, at(p.q, cuq, b, h, i, e)));
         T m = -std::numeric_limits<T>::infinity();
         bool any = false;
-        for (std::int64_t j = 0; j < sb; ++j) {
-          const std::int64_t off = sb - lb;
-          bool ok = !(p.causal == Causal::top_left && j > i) &&
-                    !(p.causal == Causal::bottom_right && j > i + off);
-          if (p.window.enabled) {
-            const std::int64_t o = p.window.align == Align::bottom_right ? off : 0;
-            if (p.window.left >= 0 && j < i + o - p.window.left) ok = false;
-            if (p.window.right >= 0 && j > i + o + p.window.right) ok = false;
-          }
+        // Keys [lo, hi) the causal mask and the window leave to row i: only these are summed
+        // (the terms outside are masked, so skipping them changes no bit, and a 128k
+        // sliding-window case costs its window, not S per row).
+        const std::int64_t off = sb - lb;
+        std::int64_t lo = 0, hi = sb;
+        if (p.causal == Causal::top_left) hi = std::min(hi, i + 1);
+        if (p.causal == Causal::bottom_right) hi = std::min(hi, i + off + 1);
+        if (p.window.enabled) {
+          const std::int64_t o = p.window.align == Align::bottom_right ? off : 0;
+          if (p.window.left >= 0) lo = std::max(lo, i + o - p.window.left);
+          if (p.window.right >= 0) hi = std::min(hi, i + o + p.window.right + 1);
+        }
+        lo = std::max<std::int64_t>(lo, 0);
+        hi = std::max(hi, lo);
+        for (std::int64_t j = lo; j < hi; ++j) {
+          bool ok = true;
           T x = 0;
           for (std::int64_t n = 0; n < Dq; ++n) {
             const std::int64_t e = nth(n, Dq);
@@ -105,16 +112,16 @@ std::vector<double> naive(const Problem& p, const reference::Inputs& in, const P
         }
         if (!any) continue;  // fully masked: 0
         T z = 0;
-        for (std::int64_t n = 0; n < sb; ++n) {
-          const std::int64_t j = nth(n, sb);
+        for (std::int64_t n = 0; n < hi - lo; ++n) {
+          const std::int64_t j = lo + nth(n, hi - lo);
           if (!att[j]) continue;
           s[j] = std::exp(s[j] - m);
           z += s[j];
         }
         for (std::int64_t d = 0; d < Dv; ++d) {
           T acc = 0;
-          for (std::int64_t n = 0; n < sb; ++n) {
-            const std::int64_t j = nth(n, sb);
+          for (std::int64_t n = 0; n < hi - lo; ++n) {
+            const std::int64_t j = lo + nth(n, hi - lo);
             if (!att[j]) continue;
             T pj = round_to(c.p_type, s[j] / z);
             if (p.dropout_p > 0) {
