@@ -2,7 +2,9 @@
 // digests and internal consistency (conformance/bundle.hpp), says which versions differ from
 // this build, and re-runs N of its cases on the backend to confirm the recorded verdicts.
 // Exit code 0: intact (and the re-runs agree); 1: a problem, each named; 2: bad usage.
+#include <algorithm>
 #include <iostream>
+#include <map>
 #include <set>
 
 #include "cli/commands.hpp"
