@@ -147,9 +147,9 @@ std::string histogram_svg(const std::string& backend,
   const double slot = plot_w / reports::kRatioBins, bar = slot * 0.72;
   std::int64_t max = *std::max_element(bins.begin(), bins.end());
   static const char* colors[reports::kRatioBins] = {"#116329", "#1a7f37", "#2da44e", "#4ac26b",
-                                                   "#6fdd8b", "#d4a72c", "#cf222e"};
+                                                    "#6fdd8b", "#d4a72c", "#cf222e"};
   static const char* edges[reports::kRatioBins] = {"0",       "&lt;1e-4", "&lt;1e-3", "&lt;1e-2",
-                                                  "&lt;0.1", "&#8804;1", "&gt;1"};
+                                                   "&lt;0.1", "&#8804;1", "&gt;1"};
   std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt(W) + "\" height=\"" +
                     fmt(H) + "\" viewBox=\"0 0 " + fmt(W) + " " + fmt(H) +
                     "\" role=\"img\" aria-label=\"" + ha("err/tol histogram of " + backend) +
@@ -188,38 +188,20 @@ std::string repro_cell(const CaseRecord& r) {
   return r.repro.empty() ? "<td></td>" : "<td class=\"repro\"><code>" + h(r.repro) + "</code></td>";
 }
 
-// A table of records: status, backend, case, message, repro.
-void records_table(std::string& out, const std::vector<const CaseRecord*>& rows) {
-  out +=
-      "<table><tr><th>status</th><th>backend</th><th>case</th><th>message</th>"
-      "<th>repro</th></tr>\n";
+// A table of records: status, backend, case, (with `reason`: the reason it is listed as a
+// known failure), message, repro.
+void records_table(std::string& out, const std::vector<const CaseRecord*>& rows,
+                   bool reason = false) {
+  out += std::string("<table><tr><th>status</th><th>backend</th><th>case</th>") +
+         (reason ? "<th>expected to fail because</th>" : "") +
+         "<th>message</th><th>repro</th></tr>\n";
   for (std::size_t i = 0; i < std::min(rows.size(), kRowsPerTable); ++i) {
     const CaseRecord& r = *rows[i];
     out += "<tr><td>" + status_span(r.status) + "</td><td><code>" + h(r.backend) +
-           "</code></td><td class=\"case\"><code>" + h(r.case_id) + "</code></td><td><pre>" +
-           h(reports::truncate_utf8(r.message, kMessageBytes)) + "</pre></td>" + repro_cell(r) +
-           "</tr>\n";
-  }
-  out += "</table>\n";
-  if (rows.size() > kRowsPerTable) {
-    out += "<p class=\"note\">" + std::to_string(rows.size() - kRowsPerTable) +
-           " more not shown: see results.jsonl.</p>\n";
-  }
-}
-
-// A table of records listed as known failures: status, backend, case, the listed reason,
-// message, repro.
-void expected_table(std::string& out, const std::vector<const CaseRecord*>& rows) {
-  out +=
-      "<table><tr><th>status</th><th>backend</th><th>case</th><th>expected to fail because</th>"
-      "<th>message</th><th>repro</th></tr>\n";
-  for (std::size_t i = 0; i < std::min(rows.size(), kRowsPerTable); ++i) {
-    const CaseRecord& r = *rows[i];
-    out += "<tr><td>" + status_span(r.status) + "</td><td><code>" + h(r.backend) +
-           "</code></td><td class=\"case\"><code>" + h(r.case_id) + "</code></td><td>" +
-           h(reports::truncate_utf8(r.expected, kMessageBytes)) + "</td><td><pre>" +
-           h(reports::truncate_utf8(r.message, kMessageBytes)) + "</pre></td>" + repro_cell(r) +
-           "</tr>\n";
+           "</code></td><td class=\"case\"><code>" + h(r.case_id) + "</code></td>" +
+           (reason ? "<td>" + h(reports::truncate_utf8(r.expected, kMessageBytes)) + "</td>" : "") +
+           "<td><pre>" + h(reports::truncate_utf8(r.message, kMessageBytes)) + "</pre></td>" +
+           repro_cell(r) + "</tr>\n";
   }
   out += "</table>\n";
   if (rows.size() > kRowsPerTable) {
@@ -390,14 +372,14 @@ std::string render_html(const RunSummary& run) {
     o += "<p class=\"note\">Listed in the expectations file " +
          h(run.expectations.empty() ? std::string("(--expect)") : run.expectations) +
          "; they do not fail the run. The message keeps the original status.</p>\n";
-    expected_table(o, known);
+    records_table(o, known, true);
   }
   auto passing = unexpectedly_passing(run.records);
   if (!passing.empty()) {
     o += "<h2>Unexpectedly passing (" + std::to_string(passing.size()) + ")</h2>\n";
     o += "<p class=\"note\">Listed as known failures, yet they passed: remove their lines "
          "from the expectations file.</p>\n";
-    expected_table(o, passing);
+    records_table(o, passing, true);
   }
 
   // Why backends declined: NOT_SUPPORTED grouped by backend and reason.
