@@ -98,7 +98,7 @@ int run(const Options& opt) {
   }
   if (Support s = backend->supports(p, device); !s.ok()) {
     std::string why;
-    for (const auto& r : s.reasons) why += "\n  - " + r;
+    for (const auto& r : s.all_reasons()) why += "\n  - " + r;
     return fail(std::string(backend->name()) + " does not support " + opt.case_id + ":" + why);
   }
 

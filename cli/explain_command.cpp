@@ -1,5 +1,7 @@
-// `sdpa-cts explain --case ID | --mha SPEC [--device D] [--backends B,...] [--json]`: which
-// backend the dispatcher picks and, for every other one, why not (docs/DISPATCH.md).
+// `sdpa-cts explain --case ID | --mha SPEC | --sample N [--seed S] [--policy suite|pytorch]
+// [--device D] [--backends B,...] [--json]`: which backend the dispatcher picks and, for every
+// other one, why not; under the suite policy also what PyTorch picks and why this policy
+// departs from it (docs/DISPATCH.md).
 //
 // Exit codes: 0 a backend was selected (for --mha: the call has a path that runs), 1 none
 // can run (the reasons are printed), 2 bad input (case ID, spec, device, backend name).
@@ -10,10 +12,12 @@
 
 #include "cli/commands.hpp"
 #include "cli/plugin_options.hpp"
+#include "conformance/case_sampler.hpp"
 #include "core/case_id.hpp"
 #include "core/device.hpp"
 #include "dispatcher/dispatcher.hpp"
 #include "dispatcher/mha_path.hpp"
+#include "dispatcher/pytorch_model.hpp"
 
 namespace sdpa::cli {
 namespace {
@@ -24,6 +28,9 @@ namespace d = sdpa::dispatcher;
 struct Options {
   std::string case_id;
   std::string mha;
+  std::int64_t sample = 0;  // --sample N: N sampled problems, one line each
+  std::uint64_t seed = 1;   // --seed S of the sample
+  std::string policy = "suite";
   std::string device = "auto";
   std::string backends;
   bool set_priority = false;
@@ -42,21 +49,30 @@ std::string join(const std::vector<std::string>& v, const char* sep) {
 // The policy the options ask for, on top of the process default (SDPA_CTS_BACKENDS).
 d::Policy make_policy(const Options& o) {
   d::Policy p = d::current_policy();
+  p.model = d::parse_policy_model(o.policy);
+  if (p.model == d::PolicyModel::pytorch && (p.enabled || !p.priority.empty())) {
+    // SDPA_CTS_BACKENDS names this build's backends; PyTorch's own are chosen with --backends.
+    p.enabled.reset();
+    p.priority.clear();
+  }
   if (!o.backends.empty()) {
     std::vector<std::string> names;
     std::stringstream ss(o.backends);
     for (std::string n; std::getline(ss, n, ',');) {
       if (n.empty())
         throw std::invalid_argument("--backends: empty backend name in '" + o.backends + "'");
-      if (!find_backend(n)) {
+      const auto& candidates = d::policy_backends(p);
+      if (std::none_of(candidates.begin(), candidates.end(),
+                       [&](const Backend* b) { return b->name() == n; })) {
         std::vector<std::string> known;
-        for (const Backend* b : builtin_backends()) known.emplace_back(b->name());
+        for (const Backend* b : candidates) known.emplace_back(b->name());
         throw std::invalid_argument("--backends: unknown backend '" + n +
                                     "' (known: " + join(known, ", ") + ")");
       }
       names.push_back(n);
     }
-    d::ScopedBackends scope(names, o.set_priority);
+    d::ScopedBackends scope(p);
+    d::ScopedBackends narrowed(names, o.set_priority);
     p = d::current_policy();
   } else if (o.set_priority) {
     throw std::invalid_argument("--priority needs --backends");
@@ -67,11 +83,15 @@ d::Policy make_policy(const Options& o) {
 }
 
 std::string describe_policy(const d::Policy& p) {
-  std::string s =
-      p.enabled ? "enabled: " + (p.enabled->empty() ? std::string("none") : join(*p.enabled, ", "))
-                : std::string("all backends enabled");
+  std::string s = p.model == d::PolicyModel::pytorch
+                      ? std::string("pytorch (PyTorch ") + d::kModelledPytorch + "'s picker); "
+                      : std::string("suite; ");
+  s += p.enabled ? "enabled: " + (p.enabled->empty() ? std::string("none") : join(*p.enabled, ", "))
+                 : std::string("all backends enabled");
   if (!p.priority.empty()) {
     s += "; explicit priority " + join(p.priority, " > ");
+  } else if (p.model == d::PolicyModel::pytorch) {
+    s += p.heuristics ? "; PyTorch's order with cudnn_preferred" : "; PyTorch's order, rules off";
   } else {
     s += p.heuristics ? "; registry order with the named rules" : "; registry order, rules off";
   }
@@ -81,6 +101,7 @@ std::string describe_policy(const d::Policy& p) {
 
 json policy_json(const d::Policy& p) {
   json j;
+  j["model"] = d::policy_model_name(p.model);
   j["enabled"] = p.enabled ? json(*p.enabled) : json("all");
   j["priority"] = p.priority;
   j["heuristics"] = p.heuristics;
@@ -106,6 +127,88 @@ json explanation_json(const d::Explanation& e) {
                              {"reasons", b.reasons}});
   }
   if (!e.message.empty()) j["message"] = e.message;
+  if (e.model == d::PolicyModel::pytorch) {
+    j["pytorch_version"] = d::kModelledPytorch;
+    j["torch_route"] = e.torch_route;
+    j["front_end"] = e.front_end;
+    j["pytorch_choice"] = e.pytorch_choice;
+    j["raises"] = e.raises;
+  }
+  if (e.pytorch) {
+    j["pytorch"] = {{"version", d::kModelledPytorch},
+                    {"choice", e.pytorch->choice},
+                    {"backend", e.pytorch->backend},
+                    {"departs", e.pytorch->departs},
+                    {"why", e.pytorch->why}};
+  }
+  return j;
+}
+
+const char* torch_dtype(DType t) {
+  switch (t) {
+    case DType::f64:
+      return "float64";
+    case DType::f32:
+      return "float32";
+    case DType::f16:
+      return "float16";
+    case DType::bf16:
+      return "bfloat16";
+  }
+  return "?";
+}
+
+// The tensors of PyTorch's call as data, for scripts/pytorch-picker-diff.py: dense views
+// [B, H, rows, D] (strides and storage offset in elements), or jagged rows [total, H, D] with
+// the per-batch lengths.
+json torch_call_json(const d::TorchCall& call) {
+  const Problem& p = call.problem;
+  json j;
+  j["route"] = d::torch_route_name(call.route);
+  if (call.route == d::TorchRoute::not_expressible) {
+    j["not_expressible"] = call.not_expressible;
+    return j;
+  }
+  j["dtype"] = torch_dtype(p.dtype);
+  auto tensor = [&](const TensorLayout& t, std::int64_t heads, std::int64_t rows,
+                    std::int64_t dim) {
+    json x;
+    if (p.packed) {
+      x["shape"] = {rows, heads, dim};
+      x["stride"] = {t.stride[2], t.stride[1], t.stride[3]};
+    } else {
+      x["shape"] = {p.batch, heads, rows, dim};
+      x["stride"] = {t.stride[0], t.stride[1], t.stride[2], t.stride[3]};
+    }
+    x["offset"] = t.base_offset;
+    return x;
+  };
+  j["q"] = tensor(p.q, p.heads_q, rows_q(p), p.head_dim_qk);
+  j["k"] = tensor(p.k, p.heads_kv, rows_kv(p), p.head_dim_qk);
+  j["v"] = tensor(p.v, p.heads_kv, rows_kv(p), p.head_dim_v);
+  if (p.packed) {
+    std::vector<std::int64_t> lq, lk;
+    for (std::int64_t b = 0; b < p.batch; ++b) {
+      lq.push_back(seqlen_q(p, b));
+      lk.push_back(seqlen_kv(p, b));
+    }
+    j["seqlens_q"] = lq;
+    j["seqlens_kv"] = lk;
+  }
+  if (p.mask == MaskKind::none) {
+    j["mask"] = nullptr;
+  } else {
+    j["mask"] = {{"dtype", p.mask == MaskKind::boolean ? "bool" : torch_dtype(p.dtype)},
+                 {"shape", {p.batch, p.heads_q, p.len_q, p.len_kv}},
+                 {"broadcast",
+                  {(p.mask_broadcast & kBroadcastB) != 0, (p.mask_broadcast & kBroadcastH) != 0,
+                   (p.mask_broadcast & kBroadcastL) != 0, (p.mask_broadcast & kBroadcastS) != 0}}};
+  }
+  j["dropout_p"] = p.dropout_p;
+  j["is_causal"] = p.causal == Causal::top_left;
+  j["scale"] = p.scale ? json(*p.scale) : json(nullptr);
+  j["enable_gqa"] = p.heads_kv != p.heads_q;
+  if (call.masked) j["lower_right"] = {p.len_q, p.len_kv};
   return j;
 }
 
@@ -120,7 +223,8 @@ void print_explanation(std::ostream& out, const d::Explanation& e) {
   }
   out << "order     " << (e.order.empty() ? std::string("(nothing enabled)") : join(e.order, " > "))
       << " (" << e.order_source << (e.rules.empty() ? "" : ", reordered by the rules") << ")\n";
-  if (e.outcome == d::Outcome::invalid_problem) {
+  for (const auto& f : e.front_end) out << "front end " << f << "\n";
+  if (e.outcome == d::Outcome::invalid_problem || e.outcome == d::Outcome::not_expressible) {
     out << "chosen    none: " << e.message << "\n";
     return;
   }
@@ -130,8 +234,17 @@ void print_explanation(std::ostream& out, const d::Explanation& e) {
   }
   if (e.outcome == d::Outcome::selected) {
     out << "chosen    " << e.chosen << " (" << chosen_why << ")\n";
+    for (const auto& r : e.raises)
+      out << "raises    PyTorch selects it and then raises: " << r << "\n";
   } else {
     out << "chosen    none (" << d::outcome_name(e.outcome) << ")\n";
+  }
+  if (e.pytorch) {
+    out << "pytorch   PyTorch " << d::kModelledPytorch << " picks "
+        << (e.pytorch->backend.empty() ? e.pytorch->choice
+                                       : e.pytorch->backend + " (" + e.pytorch->choice + ")")
+        << (e.pytorch->departs ? "; this policy departs from it:" : "; this policy agrees") << "\n";
+    for (const auto& w : e.pytorch->why) out << "          - " << w << "\n";
   }
   out << "why not the others:\n";
   std::size_t width = 0;
@@ -166,6 +279,8 @@ int run_case(const Options& o, const Device& dev, const d::Policy& policy) {
     j["case"] = format_case_id(c);
     j["device"] = {{"name", dev.name}, {"description", describe_device(dev)}};
     j["policy"] = policy_json(policy);
+    if (policy.model == d::PolicyModel::pytorch)
+      j["torch_call"] = torch_call_json(d::torch_call(c.problem));
     std::cout << j.dump() << "\n";
   } else {
     std::cout << "case      " << format_case_id(c) << "\n"
@@ -173,9 +288,36 @@ int run_case(const Options& o, const Device& dev, const d::Policy& policy) {
               << "policy    " << describe_policy(policy) << "\n";
     print_explanation(std::cout, e);
   }
-  if (e.outcome != d::Outcome::selected) {
+  if (e.outcome != d::Outcome::selected || !e.raises.empty()) {
     std::cerr << "sdpa-cts: " << e.message << "\n";
     return 1;
+  }
+  return 0;
+}
+
+// --sample N: one line per sampled problem (a JSON object with --json), exit 0 unless the
+// input is bad. The problems are the sampler's (seed S), as `run --sample N --seed S` draws.
+int run_sample(const Options& o, const Device& dev, const d::Policy& policy) {
+  for (std::int64_t i = 0; i < o.sample; ++i) {
+    const Case c =
+        conformance::sample_case(conformance::sample_seed(o.seed, static_cast<std::uint64_t>(i)));
+    const d::Explanation e = d::explain(c.problem, dev, policy);
+    const std::string id = format_case_id(c);
+    if (o.json) {
+      json j = explanation_json(e);
+      j["case"] = id;
+      j["device"] = dev.name;
+      if (policy.model == d::PolicyModel::pytorch) {
+        j["torch_call"] = torch_call_json(d::torch_call(c.problem));
+      }
+      std::cout << j.dump() << "\n";
+    } else {
+      std::cout << id << "  " << (e.chosen.empty() ? d::outcome_name(e.outcome) : e.chosen);
+      if (!e.pytorch_choice.empty()) std::cout << " (" << e.pytorch_choice << ")";
+      if (e.pytorch)
+        std::cout << "  pytorch: " << e.pytorch->choice << (e.pytorch->departs ? " (departs)" : "");
+      std::cout << "\n";
+    }
   }
   return 0;
 }
@@ -243,8 +385,8 @@ int run_mha(const Options& o, const Device& dev, const d::Policy& policy) {
 
 int run(const Options& o) {
   load_plugins_here(o.plugins);  // after a probe in a child process each
-  if (o.case_id.empty() == o.mha.empty()) {
-    std::cerr << "sdpa-cts: explain needs exactly one of --case and --mha\n";
+  if (int(!o.case_id.empty()) + int(!o.mha.empty()) + int(o.sample > 0) != 1) {
+    std::cerr << "sdpa-cts: explain needs exactly one of --case, --mha and --sample\n";
     return 2;
   }
   const auto dev = parse_device(o.device);
@@ -260,6 +402,7 @@ int run(const Options& o) {
     return 2;
   }
   const Device& device = std::get<Device>(dev);
+  if (o.sample > 0) return run_sample(o, device, policy);
   return o.case_id.empty() ? run_mha(o, device, policy) : run_case(o, device, policy);
 }
 
@@ -274,6 +417,14 @@ std::function<int()> add_explain_command(CLI::App& app) {
   cmd->add_option("--mha", opt->mha,
                   "nn.MultiheadAttention call spec, e.g. e64.h4.b2.l5.s5.need_weights=0 "
                   "(docs/DISPATCH.md)");
+  cmd->add_option("--sample", opt->sample,
+                  "Explain N problems drawn by the sampler, one line (or JSON object) each")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--seed", opt->seed, "Seed of --sample")->capture_default_str();
+  cmd->add_option("--policy", opt->policy,
+                  "suite (this build's backends and rules) or pytorch (PyTorch's own picker)")
+      ->check(CLI::IsMember({"suite", "pytorch"}))
+      ->capture_default_str();
   cmd->add_option("--device", opt->device,
                   "cpu, auto, a simulated device (cpu-avx2, sm80, ...) with :key=value overrides")
       ->capture_default_str();

@@ -99,7 +99,7 @@ std::optional<CaseOutcome> precheck(const Backend& backend, const Problem& p,
   if (auto r = validate(p); !r.empty()) return verdict(Status::invalid, r);
   if (Support s = backend.supports(p, device); !s.ok()) {
     std::string why;
-    for (const auto& reason : s.reasons) why += (why.empty() ? "" : "; ") + reason;
+    for (const auto& reason : s.all_reasons()) why += (why.empty() ? "" : "; ") + reason;
     return verdict(Status::not_supported, why);
   }
   return std::nullopt;
@@ -142,8 +142,8 @@ CaseOutcome judge(const Backend& backend, const Problem& p, InputBuffers& in, co
         const std::int64_t r = p.packed ? cuq[b] + i : i;
         for (std::int64_t d = 0; d < Dv; ++d) {
           const auto x = static_cast<std::size_t>(row * Dv + d);
-          const double got = load_as_double(p.dtype, outputs.o.data(),
-                                            element_offset(p.o, p.packed, b, h, r, d));
+          const double got =
+              load_as_double(p.dtype, outputs.o.data(), element_offset(p.o, p.packed, b, h, r, d));
           const double want = want_o[x];
           double tol = 0;
           if (i < lb) {
@@ -208,9 +208,8 @@ CaseOutcome judge(const Backend& backend, const Problem& p, InputBuffers& in, co
       double err;
       const double q = ratio_of(got, want, tol, &err);
       if (q > out.worst_ratio) {
-        worst.consider(q, 0,
-                       "weights[" + std::to_string(x) + "] = " + num(got) + ", expected " +
-                           num(want));
+        worst.consider(
+            q, 0, "weights[" + std::to_string(x) + "] = " + num(got) + ", expected " + num(want));
       }
     }
   }

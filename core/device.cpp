@@ -59,14 +59,12 @@ std::string choose_isa(CpuFeatures& cpu, std::string_view name) {
       return "";
     }
   }
-  return "ISA target '" + std::string(name) + "' is not available on this CPU (available: " +
-         [&] {
-           std::string s;
-           for (IsaTarget a : available_isa_targets(cpu))
-             s += (s.empty() ? "" : ", ") + std::string(isa_target_name(a));
-           return s;
-         }() +
-         ")";
+  return "ISA target '" + std::string(name) + "' is not available on this CPU (available: " + [&] {
+    std::string s;
+    for (IsaTarget a : available_isa_targets(cpu))
+      s += (s.empty() ? "" : ", ") + std::string(isa_target_name(a));
+    return s;
+  }() + ")";
 }
 
 }  // namespace
@@ -240,6 +238,9 @@ std::variant<Device, std::string> parse_device(std::string_view text) {
       auto v = to_int(value);
       if (!v || *v < 1) return bad("expected a positive SM count");
       dev->cuda.sm_count = *v;
+    } else if (key == "cudnn_nested" && gpu) {
+      if (value != "0" && value != "1") return bad("expected 0 or 1");
+      dev->cuda.cudnn_nested = value == "1";
     } else if (key == "cores" && !gpu) {
       auto v = to_int(value);
       if (!v || *v < 1) return bad("expected a positive core count");
@@ -250,7 +251,7 @@ std::variant<Device, std::string> parse_device(std::string_view text) {
       }
     } else {
       return "device '" + whole + "': unknown option '" + key + "' for a " +
-             (gpu ? "GPU (known: cudnn, cuda, sms)" : "CPU (known: cores, isa)");
+             (gpu ? "GPU (known: cudnn, cuda, sms, cudnn_nested)" : "CPU (known: cores, isa)");
     }
     dev->name.append(":").append(opt);
   }
@@ -309,6 +310,7 @@ std::string describe_device(const Device& d) {
     s.append(std::to_string(d.cuda.cuda_runtime / 1000)).append(".");
     s.append(std::to_string(d.cuda.cuda_runtime / 10 % 100)).append(", cuDNN ");
     s.append(cudnn_version_name(d.cuda.cudnn_version));
+    if (d.cuda.cudnn_nested) s.append(", cuDNN nested tensors enabled");
     return s;
   }
   std::string isa;

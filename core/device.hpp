@@ -29,16 +29,16 @@ std::optional<IsaTarget> parse_isa_target(std::string_view name);
 
 // Instruction-set features of a CPU that kernels choose ISA targets by.
 struct CpuFeatures {
-  bool avx2 = false;         // AVX2
-  bool fma = false;          // FMA3
-  bool f16c = false;         // F16C (half <-> float conversion)
-  bool avx512f = false;      // AVX-512 Foundation (with BW, DQ, VL assumed together)
-  bool avx512_bf16 = false;  // AVX512-BF16 (vdpbf16ps, vcvtne2ps2bf16)
-  bool avx512_fp16 = false;  // AVX512-FP16 (native half arithmetic)
-  int cores = 1;             // hardware threads available to OpenMP
+  bool avx2 = false;                  // AVX2
+  bool fma = false;                   // FMA3
+  bool f16c = false;                  // F16C (half <-> float conversion)
+  bool avx512f = false;               // AVX-512 Foundation (with BW, DQ, VL assumed together)
+  bool avx512_bf16 = false;           // AVX512-BF16 (vdpbf16ps, vcvtne2ps2bf16)
+  bool avx512_fp16 = false;           // AVX512-FP16 (native half arithmetic)
+  int cores = 1;                      // hardware threads available to OpenMP
   IsaTarget isa = IsaTarget::scalar;  // the target kernels run with: the best available,
                                       // or a lower one chosen by name (`isa=`, --simd)
-  bool isa_chosen = false;  // true when `isa` was chosen by name rather than by detection
+  bool isa_chosen = false;            // true when `isa` was chosen by name rather than by detection
 };
 
 // Targets a CPU with these features can run, lowest first (always starts with scalar).
@@ -46,10 +46,12 @@ std::vector<IsaTarget> available_isa_targets(const CpuFeatures& cpu);
 
 // Properties of a CUDA device that backend rules depend on.
 struct CudaProperties {
-  int sm = 0;             // compute capability * 10 + minor, e.g. 80, 86, 90, 121
-  int sm_count = 0;       // streaming multiprocessors
-  int cuda_runtime = 0;   // CUDA runtime version, e.g. 12040
-  int cudnn_version = 0;  // cuDNN version as major*10000 + minor*100 + patch; 0 = none
+  int sm = 0;                 // compute capability * 10 + minor, e.g. 80, 86, 90, 121
+  int sm_count = 0;           // streaming multiprocessors
+  int cuda_runtime = 0;       // CUDA runtime version, e.g. 12040
+  int cudnn_version = 0;      // cuDNN version as major*10000 + minor*100 + patch; 0 = none
+  bool cudnn_nested = false;  // PyTorch's TORCH_CUDNN_SDPA_NESTED_TENSOR_ENABLED is set
+                              // (cuDNN takes NestedTensor inputs only then)
 };
 
 struct Device {
@@ -85,7 +87,7 @@ const std::vector<std::string>& simulated_device_names();
 //   a simulated name cpu-scalar, cpu-avx2, cpu-avx512, cpu-avx512bf16, sm50 ... sm121,
 //   or any smN with 30 <= N <= 199 (a generic GPU of that compute capability)
 // optionally followed by ":key=value" overrides, separated by ':':
-//   GPUs: cudnn=MAJOR.MINOR.PATCH (or "none"), cuda=MAJOR.MINOR, sms=N
+//   GPUs: cudnn=MAJOR.MINOR.PATCH (or "none"), cuda=MAJOR.MINOR, sms=N, cudnn_nested=0|1
 //   CPUs: cores=N, isa=scalar|avx2|avx512|avx512bf16 (a target the CPU has)
 // Example: "sm90:cudnn=9.12.0:sms=66". The error names the device and the part at fault.
 std::variant<Device, std::string> parse_device(std::string_view text);

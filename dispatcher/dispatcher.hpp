@@ -3,6 +3,7 @@
 // explains the decision as data. docs/DISPATCH.md.
 #pragma once
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -53,9 +54,20 @@ inline constexpr const char* kNotDeterministic =
 // order (explicit priority, or registry order adjusted by the rules), whose supports()
 // says yes. Throws std::invalid_argument for an invalid problem or a policy naming a
 // backend not in `backends`, NoBackendEnabledError, or NoViableBackendError.
+//
+// Under the PyTorch policy (PolicyModel::pytorch) the decision is PyTorch's: its front end
+// first (torch_call()), and a backend whose picker accepts a problem its kernel then refuses
+// is selected (the Explanation says it raises); under the suite policy such a backend
+// declines.
+const Backend& select(const Problem& p, const Device& device, const Policy& policy,
+                      const std::vector<const Backend*>& backends);
+// The same with the policy's backends (policy_backends()).
 const Backend& select(const Problem& p, const Device& device,
-                      const Policy& policy = current_policy(),
-                      const std::vector<const Backend*>& backends = builtin_backends());
+                      const Policy& policy = current_policy());
+
+// The backends a policy chooses among: this build's registry (with loaded plugins) for the
+// suite policy, pytorch_model_backends() for the PyTorch policy.
+const std::vector<const Backend*>& policy_backends(const Policy& policy);
 
 // Why each backend was or was not chosen.
 enum class Verdict {
@@ -75,10 +87,27 @@ struct BackendVerdict {
   std::vector<std::string> reasons;  // rejected: every reason; otherwise one sentence
 };
 
-enum class Outcome { selected, no_backend_enabled, no_viable_backend, invalid_problem };
+enum class Outcome {
+  selected,
+  no_backend_enabled,
+  no_viable_backend,
+  invalid_problem,
+  not_expressible,  // PyTorch policy: the public API cannot express the problem
+};
 const char* outcome_name(Outcome o);
 
+// Under the suite policy: what PyTorch (the PyTorch policy, default settings) picks for the
+// same problem, and why this policy departs from it.
+struct PytorchComparison {
+  std::string choice;            // PyTorch's SDPBackend: flash, efficient, math, cudnn, error,
+                                 // or "not_expressible"
+  std::string backend;           // the model's backend ("" when none)
+  bool departs = false;          // this policy's choice is not PyTorch's
+  std::vector<std::string> why;  // each reason it departs (empty when it does not)
+};
+
 struct Explanation {
+  PolicyModel model = PolicyModel::suite;  // the policy's model
   Outcome outcome = Outcome::invalid_problem;
   std::string chosen;                    // the chosen backend ("" unless selected)
   std::string order_source;              // "explicit priority" or "registry order"
@@ -86,12 +115,22 @@ struct Explanation {
   std::vector<RuleFiring> rules;         // the rules that fired
   std::vector<BackendVerdict> backends;  // every backend, in registry order
   std::string message;  // invalid problem: the reason; no backend: the error select() throws
+  // PyTorch policy only:
+  std::string torch_route;             // torch_route_name() of the front end's route
+  std::vector<std::string> front_end;  // the front end's conversions, or why not expressible
+  std::string pytorch_choice;          // SDPBackend name of the choice ("error" when none)
+  std::vector<std::string> raises;     // the chosen backend is selected and then raises this
+  // Suite policy only:
+  std::optional<PytorchComparison> pytorch;
 };
 
 // The same decision as select(), as data: every backend's verdict. It never throws for a
 // problem or a missing backend (those are outcomes); it throws std::invalid_argument for a
 // policy naming a backend not in `backends`, as select() does.
-Explanation explain(const Problem& p, const Device& device, const Policy& policy = current_policy(),
-                    const std::vector<const Backend*>& backends = builtin_backends());
+Explanation explain(const Problem& p, const Device& device, const Policy& policy,
+                    const std::vector<const Backend*>& backends);
+// The same with the policy's backends (policy_backends()).
+Explanation explain(const Problem& p, const Device& device,
+                    const Policy& policy = current_policy());
 
 }  // namespace sdpa::dispatcher

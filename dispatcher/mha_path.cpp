@@ -19,9 +19,12 @@ std::vector<FastPathCheck> fast_path_checks(const MhaCall& c) {
       m.attn_mask == MhaMaskKind::floating || m.key_padding_mask == MhaMaskKind::floating;
   const bool any_mask = m.attn_mask != MhaMaskKind::none || m.key_padding_mask != MhaMaskKind::none;
   const bool packed_weight = reference::same_embed_dims(m);  // in_proj_weight exists
+  // PyTorch sets the float-mask text first and lets every failing check of the if/elif chain
+  // that follows overwrite it; the grad check runs only when nothing was set. The list is in
+  // the order that decides the text: the chain, then the float mask, then grad and bias.
+  FastPathCheck float_check{"no floating-point masks", !float_mask,
+                            "floating-point masks are not supported for fast path."};
   return {
-      {"no floating-point masks", !float_mask,
-       "floating-point masks are not supported for fast path."},
       {"fast path enabled", c.fastpath_enabled,
        "torch.backends.mha.get_fastpath_enabled() was not True"},
       {"batched input", c.batched, "input not batched; expected query.dim() of 3 but got 2"},
@@ -45,6 +48,7 @@ std::vector<FastPathCheck> fast_path_checks(const MhaCall& c) {
        "supplying both src_key_padding_mask and src_mask at the same time is not supported with "
        "NestedTensor input"},
       {"autocast off", !c.autocast, "autocast is enabled"},
+      float_check,
       {"no grad", !c.requires_grad,
        "grad is enabled and at least one of query or the input/output projection weights or "
        "biases requires_grad"},
@@ -76,6 +80,10 @@ const char* route_name(MhaRoute r) {
       return "error";
   }
   return "?";
+}
+
+MhaPath pick_mha_path(const MhaCall& c, const Device& device, const Policy& policy) {
+  return pick_mha_path(c, device, policy, policy_backends(policy));
 }
 
 MhaPath pick_mha_path(const MhaCall& c, const Device& device, const Policy& policy,
@@ -117,6 +125,12 @@ MhaPath pick_mha_path(const MhaCall& c, const Device& device, const Policy& poli
       path.route_reason = "head dim " + std::to_string(reference::head_dim(m)) +
                           " is not a multiple of 8: native multi-head attention uses bmm and a "
                           "masked softmax";
+    } else if (m.attn_mask != MhaMaskKind::none || m.key_padding_mask != MhaMaskKind::none) {
+      // native_multi_head_attention_cuda: the fused path needs !mask.has_value().
+      path.route = MhaRoute::fast_materialized;
+      path.route_reason =
+          "the call has a mask: native multi-head attention on CUDA hands SDPA only calls "
+          "without one, and uses bmm and a masked softmax";
     } else {
       path.sdpa = explain(p, device, policy, backends);
       const Backend* chosen = nullptr;
@@ -127,14 +141,14 @@ MhaPath pick_mha_path(const MhaCall& c, const Device& device, const Policy& poli
       path.route = fused ? MhaRoute::fast_sdpa : MhaRoute::fast_materialized;
       path.reaches_sdpa = fused;
       path.route_reason =
-          fused ? "need_weights=0, head dim a multiple of 8 and the SDPA picker chose " +
+          fused ? "need_weights=0, head dim a multiple of 8, no mask and the SDPA picker chose " +
                       path.sdpa.chosen
           : path.sdpa.chosen.empty()
               ? "the SDPA picker found no backend for it: native multi-head attention uses bmm "
                 "and a masked softmax"
               : "the SDPA picker chose " + path.sdpa.chosen +
-                    ", not flash or mem-efficient: native multi-head attention uses bmm and a "
-                    "masked softmax";
+                    ", not flash, mem-efficient or cuDNN: native multi-head attention uses bmm "
+                    "and a masked softmax";
     }
     path.sdpa_problem = p;
     if (!path.reaches_sdpa) path.sdpa = explain(p, device, policy, backends);

@@ -33,7 +33,7 @@ struct FastPathCheck {
 };
 
 struct MhaPath {
-  std::vector<FastPathCheck> checks;  // every condition, evaluated (PyTorch stops at the first)
+  std::vector<FastPathCheck> checks;  // every condition, in the order that decides the text
   bool fast_path = false;             // torch._native_multi_head_attention is called
   std::string why_not_fast_path;      // the first failing condition ("" on the fast path)
   MhaRoute route = MhaRoute::slow_materialized;
@@ -45,8 +45,10 @@ struct MhaPath {
 
 // Throws std::invalid_argument("invalid MHA call: ...") when validate(call) fails, and what
 // explain() throws.
+MhaPath pick_mha_path(const MhaCall& call, const Device& device, const Policy& policy,
+                      const std::vector<const Backend*>& backends);
+// The same with the policy's backends (policy_backends()).
 MhaPath pick_mha_path(const MhaCall& call, const Device& device,
-                      const Policy& policy = current_policy(),
-                      const std::vector<const Backend*>& backends = builtin_backends());
+                      const Policy& policy = current_policy());
 
 }  // namespace sdpa::dispatcher

@@ -29,6 +29,16 @@ std::vector<std::string> dedupe(const std::vector<std::string>& names) {
 
 }  // namespace
 
+const char* policy_model_name(PolicyModel m) {
+  return m == PolicyModel::pytorch ? "pytorch" : "suite";
+}
+
+PolicyModel parse_policy_model(std::string_view name) {
+  if (name == "suite") return PolicyModel::suite;
+  if (name == "pytorch") return PolicyModel::pytorch;
+  throw std::invalid_argument("unknown policy '" + std::string(name) + "' (known: suite, pytorch)");
+}
+
 Policy policy_from_backends_env(std::string_view value) {
   Policy p;
   const std::string_view v = trim(value);

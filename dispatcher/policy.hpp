@@ -10,6 +10,18 @@
 
 namespace sdpa::dispatcher {
 
+// Which picker a policy models. Policies as data: each model is a backend set, a rule set
+// and a front end (docs/DISPATCH.md, "Policies").
+enum class PolicyModel {
+  suite,    // this build's backends (and plugins) with every named rule
+  pytorch,  // PyTorch's own picker, exactly (dispatcher/pytorch_model.hpp): PyTorch's CPU
+            // kernels and the CUDA descriptors, rule cudnn_preferred only, PyTorch's front end
+};
+// "suite", "pytorch".
+const char* policy_model_name(PolicyModel m);
+// The model of that name; throws std::invalid_argument naming the known ones.
+PolicyModel parse_policy_model(std::string_view name);
+
 struct Policy {
   // nullopt: every registered backend is enabled; else exactly these (possibly none).
   std::optional<std::vector<std::string>> enabled;
@@ -20,6 +32,8 @@ struct Policy {
   bool heuristics = true;
   // Decline backends whose capabilities do not declare a deterministic forward pass.
   bool require_deterministic = false;
+  // The picker modelled; the fields above apply to either.
+  PolicyModel model = PolicyModel::suite;
 };
 
 // The environment variable that sets the process default for CI.

@@ -4,7 +4,6 @@
 #include <cstdint>
 #include <functional>
 
-
 namespace sdpa::dispatcher {
 namespace {
 
@@ -37,12 +36,16 @@ const std::vector<std::string>& rule_names() {
   return names;
 }
 
+bool is_pytorch_rule(std::string_view name) { return name == "cudnn_preferred"; }
+
 std::vector<RuleFiring> apply_rules(const Problem& p, const Device& device,
-                                    std::vector<const Backend*>& order) {
+                                    std::vector<const Backend*>& order,
+                                    const std::vector<std::string>* only) {
   std::vector<RuleFiring> fired;
   // A rule only promotes backends that run on this kind of device.
   auto fire = [&](std::string name, std::string why,
                   const std::function<bool(const Backend&)>& pick) {
+    if (only && std::find(only->begin(), only->end(), name) == only->end()) return;
     auto moved = promote(
         order, [&](const Backend& b) { return b.capabilities().device == device.kind && pick(b); });
     if (!moved.empty()) fired.push_back({std::move(name), std::move(why), std::move(moved)});

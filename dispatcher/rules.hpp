@@ -25,6 +25,9 @@ struct RuleFiring {
 // Names of every rule, in the order they are applied.
 const std::vector<std::string>& rule_names();
 
+// Rules that are PyTorch's (mirrored) rather than this suite's own.
+bool is_pytorch_rule(std::string_view name);
+
 // Limits of the shape heuristics.
 inline constexpr std::int64_t kDecodeMaxLenQ = 4;     // decode: L <= 4
 inline constexpr std::int64_t kDecodeMinLenKv = 256;  // with S >= 256
@@ -33,7 +36,9 @@ inline constexpr std::int64_t kTinyMaxWork = 32768;   // B*Hq*L*S*(Dqk+Dv) <= th
 // Applies every rule to `order` (the enabled backends, first = preferred) in turn; a rule
 // fires when its condition holds and it has at least one backend to promote. Returns the
 // rules that fired, in order.
+// `only`: apply just the rules named there (nullptr: every rule).
 std::vector<RuleFiring> apply_rules(const Problem& p, const Device& device,
-                                    std::vector<const Backend*>& order);
+                                    std::vector<const Backend*>& order,
+                                    const std::vector<std::string>* only = nullptr);
 
 }  // namespace sdpa::dispatcher

@@ -23,10 +23,26 @@ namespace sdpa {
 
 // Why a backend declines a problem: every reason, each one full sentence naming the
 // offending value ("head dim 300 exceeds 256"). Empty = supported.
+//
+// `raises` models a picker that accepts a problem its kernel then refuses (PyTorch's
+// memory-efficient kernel selects dropout with B > 65535 and raises at run time): the
+// backend passes the picker's checks (picker_accepts()) but cannot run it (ok() is false).
+// The PyTorch policy selects such a backend and reports the error; the suite policy and the
+// conformance engine treat it as a decline.
 struct Support {
   std::vector<std::string> reasons;  // all reasons it declines; empty when it can run
-  bool ok() const { return reasons.empty(); }
+  std::vector<std::string> raises;   // accepted by the picker, then the kernel raises this
+  bool ok() const { return reasons.empty() && raises.empty(); }
+  bool picker_accepts() const { return reasons.empty(); }
   void decline(std::string reason) { reasons.push_back(std::move(reason)); }
+  void raise_later(std::string error) { raises.push_back(std::move(error)); }
+  // Every reason it cannot run: the declines, then each later error as
+  // "selected by the picker, then raises: <error>".
+  std::vector<std::string> all_reasons() const {
+    std::vector<std::string> all = reasons;
+    for (const auto& e : raises) all.push_back("selected by the picker, then raises: " + e);
+    return all;
+  }
 };
 
 // How a backend rounds, for the tolerance model (SEMANTICS.md "Element types").
@@ -92,13 +108,13 @@ struct Capabilities {
 // [B, Hq, L] contiguous f32; weights [B, Hq, L, S] contiguous in dtype. All live in
 // `memory` (the backend's Capabilities::memory).
 struct Buffers {
-  const void* q = nullptr;     // Q
-  const void* k = nullptr;     // K
-  const void* v = nullptr;     // V
-  const void* mask = nullptr;  // mask tensor (uint8 bool or dtype additive) or null
-  void* o = nullptr;           // O
-  float* lse = nullptr;        // LSE, written when problem.want_lse
-  void* weights = nullptr;     // attention weights, written when problem.want_weights
+  const void* q = nullptr;                 // Q
+  const void* k = nullptr;                 // K
+  const void* v = nullptr;                 // V
+  const void* mask = nullptr;              // mask tensor (uint8 bool or dtype additive) or null
+  void* o = nullptr;                       // O
+  float* lse = nullptr;                    // LSE, written when problem.want_lse
+  void* weights = nullptr;                 // attention weights, written when problem.want_weights
   MemorySpace memory = MemorySpace::host;  // where every pointer above points
 };
 

@@ -32,7 +32,8 @@ Capabilities cudnn_caps() {
   c.deterministic = false;  // "cuDNN SDPA is not deterministic."
   c.batch_invariant = false;
   c.memory = MemorySpace::cuda_device;
-  c.traits.cudnn = true;  // PyTorch puts cuDNN first on sm9x / sm10x (rule cudnn_preferred)
+  c.traits.cudnn = true;      // PyTorch puts cuDNN first on sm9x / sm10x (rule cudnn_preferred)
+  c.traits.fused_mha = true;  // native multi-head attention hands SDPA to cuDNN too
   return c;
 }
 
@@ -56,8 +57,9 @@ class Cudnn final : public detail::DescriptorBackend {
     }
     if (v < 80903) s.decline("cuDNN " + cudnn_version_name(v) + " has no SDPA; it needs 8.9.3");
     const bool dropout = p.dropout_p > 0;
-    if (dropout && v >= 91100 && v < 91400) {
-      s.decline("dropout is disabled with cuDNN 9.11 to 9.13" + have);
+    // PyTorch's gate is 91100 < version < 91400: 9.11.0 itself keeps dropout.
+    if (dropout && v > 91100 && v < 91400) {
+      s.decline("dropout is disabled with cuDNN above 9.11.0 and below 9.14.0" + have);
     }
     Capabilities generic = capabilities();
     generic.max_head_dim = 0;  // the limit depends on arch and version, checked below
@@ -90,6 +92,11 @@ class Cudnn final : public detail::DescriptorBackend {
     if (p.heads_q > 65535) s.decline("hq " + std::to_string(p.heads_q) + " exceeds 65535");
     detail::check_mask_last_dim_stride(p, s);
     if (p.packed) {
+      if (!device.cuda.cudnn_nested) {
+        s.decline(
+            "packed variable-length rows (NestedTensor inputs) need PyTorch's "
+            "TORCH_CUDNN_SDPA_NESTED_TENSOR_ENABLED switch (device option cudnn_nested=1)");
+      }
       if (sm / 10 != 9 && sm / 10 != 10) {
         s.decline("packed variable-length rows need an sm9x or sm10x device, device is " +
                   sm_name(sm));
@@ -110,10 +117,10 @@ class Cudnn final : public detail::DescriptorBackend {
     return buf;
   }
 
-  // d_qk and d_v <= 128; 256 on sm9x / sm10x with cuDNN > 9.22 (not sm107 with cuDNN <=
-  // 9.25); (192, 128) on sm9x / sm10x with cuDNN >= 9.11.
+  // d_qk and d_v <= 128; 256 on sm90 (minor 0 only) / sm10x with cuDNN > 9.22 (not sm107
+  // with cuDNN <= 9.25); (192, 128) on the same devices with cuDNN >= 9.11.
   static void check_head_dims(const Problem& p, int sm, int v, Support& s) {
-    const bool hopper_blackwell = sm / 10 == 9 || sm / 10 == 10;
+    const bool hopper_blackwell = sm == 90 || sm / 10 == 10;
     int limit = 128;
     if (hopper_blackwell && v > 92200 && !(sm == 107 && v <= 92500)) limit = 256;
     if (hopper_blackwell && v >= 91100 && p.head_dim_qk == 192 && p.head_dim_v == 128) return;

@@ -80,9 +80,10 @@ class MemEfficient final : public detail::DescriptorBackend {
         }
       }
     }
+    // PyTorch's picker has no such check: it selects the kernel, which then raises.
     if (p.dropout_p > 0 && p.batch > 65535) {
-      s.decline("dropout with batch " + std::to_string(p.batch) +
-                " > 65535: the kernel cannot produce valid seed and offset outputs");
+      s.raise_later("dropout with batch " + std::to_string(p.batch) +
+                    " > 65535: the kernel cannot produce valid seed and offset outputs");
     }
     detail::check_mask_last_dim_stride(p, s);
     detail::check_packed_nonempty(p, s);

@@ -67,7 +67,8 @@ TEST(Device, OverrideErrorsNameTheOption) {
   EXPECT_EQ(error_of("cpu-avx2:cores=-1"),
             "device 'cpu-avx2:cores=-1': option 'cores': expected a positive core count, got '-1'");
   EXPECT_EQ(error_of("sm90:cores=4"),
-            "device 'sm90:cores=4': unknown option 'cores' for a GPU (known: cudnn, cuda, sms)");
+            "device 'sm90:cores=4': unknown option 'cores' for a GPU (known: cudnn, cuda, sms, "
+            "cudnn_nested)");
   EXPECT_EQ(error_of("cpu-avx2:cudnn=9.1.0"),
             "device 'cpu-avx2:cudnn=9.1.0': unknown option 'cudnn' for a CPU (known: cores, isa)");
   EXPECT_EQ(error_of("sm90:fast"), "device 'sm90:fast': option 'fast' is not key=value");
@@ -127,7 +128,8 @@ TEST(Device, IsaTargetOverrideChoosesATargetTheCpuHas) {
             "device 'cpu-avx2:isa=sse': option 'isa': unknown ISA target 'sse' (known: scalar, "
             "avx2, avx512, avx512bf16)");
   EXPECT_EQ(error_of("sm80:isa=avx2"),
-            "device 'sm80:isa=avx2': unknown option 'isa' for a GPU (known: cudnn, cuda, sms)");
+            "device 'sm80:isa=avx2': unknown option 'isa' for a GPU (known: cudnn, cuda, sms, "
+            "cudnn_nested)");
 }
 
 TEST(Device, DetectedCpuRunsItsBestTarget) {

@@ -268,11 +268,17 @@ TEST(CudaMemEfficient, PointerAlignmentFromSm80) {
   EXPECT_TRUE(accepts(mem, off3, "sm75"));  // the rule starts at sm80
 }
 
-TEST(CudaMemEfficient, DropoutBatchLimit) {
-  EXPECT_TRUE(
-      declines_with(mem, "b65536.hq1.l1.s1.dqk8.f16.p0.1.seed1.gen=normal", "sm80",
-                    "dropout with batch 65536 > 65535: the kernel cannot produce valid seed "
-                    "and offset outputs"));
+// PyTorch's picker (can_use_mem_efficient_attention) has no batch limit: it selects the
+// kernel, which then raises. Modelled as "picker accepts, then raises".
+TEST(CudaMemEfficient, DropoutBatchLimitIsARaiseAfterSelection) {
+  const Support s =
+      mem.supports(problem("b65536.hq1.l1.s1.dqk8.f16.p0.1.seed1.gen=normal"), device("sm80"));
+  EXPECT_TRUE(s.picker_accepts()) << show(s.reasons);
+  EXPECT_FALSE(s.ok());
+  ASSERT_EQ(s.raises.size(), 1u);
+  EXPECT_EQ(s.raises[0],
+            "dropout with batch 65536 > 65535: the kernel cannot produce valid seed and offset "
+            "outputs");
   EXPECT_TRUE(accepts(mem, "b65535.hq1.l1.s1.dqk8.f16.p0.1.seed1.gen=normal", "sm80"));
   EXPECT_TRUE(accepts(mem, "b65536.hq1.l1.s1.dqk8.f16.seed1.gen=normal", "sm80"));
 }
@@ -308,12 +314,17 @@ TEST(CudaCudnn, VersionGates) {
   EXPECT_TRUE(
       declines_with(cudnn, kBase, "sm80:cudnn=8.9.2", "cuDNN 8.9.2 has no SDPA; it needs 8.9.3"));
   const std::string drop = "b1.hq2.l128.s128.dqk64.f16.p0.125.seed1.gen=normal";
-  EXPECT_TRUE(declines_with(cudnn, drop, "sm90:cudnn=9.12.0",
-                            "dropout is disabled with cuDNN 9.11 to 9.13 (device has 9.12.0)"));
-  EXPECT_TRUE(declines_with(cudnn, drop, "sm90:cudnn=9.13.5",
-                            "dropout is disabled with cuDNN 9.11 to 9.13 (device has 9.13.5)"));
-  EXPECT_TRUE(declines_with(cudnn, drop, "sm90:cudnn=9.11.0",
-                            "dropout is disabled with cuDNN 9.11 to 9.13 (device has 9.11.0)"));
+  // can_use_cudnn_attention: dropout > 0 && 91100 < version < 91400 declines.
+  EXPECT_TRUE(declines_with(
+      cudnn, drop, "sm90:cudnn=9.12.0",
+      "dropout is disabled with cuDNN above 9.11.0 and below 9.14.0 (device has 9.12.0)"));
+  EXPECT_TRUE(declines_with(
+      cudnn, drop, "sm90:cudnn=9.13.5",
+      "dropout is disabled with cuDNN above 9.11.0 and below 9.14.0 (device has 9.13.5)"));
+  EXPECT_TRUE(declines_with(
+      cudnn, drop, "sm90:cudnn=9.11.1",
+      "dropout is disabled with cuDNN above 9.11.0 and below 9.14.0 (device has 9.11.1)"));
+  EXPECT_TRUE(accepts(cudnn, drop, "sm90:cudnn=9.11.0")) << "the gate is exclusive at 9.11.0";
   EXPECT_TRUE(accepts(cudnn, drop, "sm90:cudnn=9.14.0"));
   EXPECT_TRUE(accepts(cudnn, drop, "sm90:cudnn=9.10.2"));
   EXPECT_TRUE(declines_with(cudnn, drop, "sm80:cudnn=8.9.4",
@@ -353,6 +364,13 @@ TEST(CudaCudnn, HeadDimLimits) {
                     "head dim dv=256 exceeds cuDNN's limit of 128 on sm90 with cuDNN 9.16.0"));
   EXPECT_TRUE(accepts(cudnn, d256, "sm90:cudnn=9.23.0"));
   EXPECT_TRUE(accepts(cudnn, d256, "sm100:cudnn=9.23.0"));
+  // check_cudnn_tensor_shapes: 256 needs major 9 with minor 0, or major 10.
+  EXPECT_TRUE(
+      declines_with(cudnn, d256, "sm91:cudnn=9.23.0",
+                    "head dim dqk=256 exceeds cuDNN's limit of 128 on sm91 with cuDNN 9.23.0"));
+  EXPECT_TRUE(
+      declines_with(cudnn, "b1.hq2.l128.s128.dqk192.dv128.f16.seed1.gen=normal", "sm91",
+                    "head dim dqk=192 exceeds cuDNN's limit of 128 on sm91 with cuDNN 9.16.0"));
   EXPECT_TRUE(
       declines_with(cudnn, d256, "sm86:cudnn=9.23.0",
                     "head dim dqk=256 exceeds cuDNN's limit of 128 on sm86 with cuDNN 9.23.0"));
@@ -407,8 +425,13 @@ TEST(CudaCudnn, MasksCausalGqa) {
 TEST(CudaCudnn, PackedRows) {
   const std::string ok =
       "b2.hq2.l256.s256.dqk64.f16.qlen=200_256.kvlen=200_256.packed.seed1.gen=normal";
-  EXPECT_TRUE(accepts(cudnn, ok, "sm90"));
-  EXPECT_TRUE(accepts(cudnn, ok, "sm100"));
+  // check_for_nested_inputs: NestedTensor inputs only with the environment switch.
+  EXPECT_TRUE(declines_with(cudnn, ok, "sm90",
+                            "packed variable-length rows (NestedTensor inputs) need PyTorch's "
+                            "TORCH_CUDNN_SDPA_NESTED_TENSOR_ENABLED switch (device option "
+                            "cudnn_nested=1)"));
+  EXPECT_TRUE(accepts(cudnn, ok, "sm90:cudnn_nested=1"));
+  EXPECT_TRUE(accepts(cudnn, ok, "sm100:cudnn_nested=1"));
   EXPECT_TRUE(
       declines_with(cudnn, ok, "sm80",
                     "packed variable-length rows need an sm9x or sm10x device, device is sm80"));

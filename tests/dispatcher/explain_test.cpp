@@ -16,7 +16,7 @@ using dispatcher::Verdict;
 
 Explanation explain(const std::string& id, const std::string& dev, const Policy& p = Policy{}) {
   return dispatcher::explain(testing::problem(id + ".seed1.gen=normal"), testing::device(dev), p,
-                           testing::test_registry());
+                             testing::test_registry());
 }
 
 const dispatcher::BackendVerdict& verdict(const Explanation& e, const std::string& name) {
@@ -219,10 +219,11 @@ TEST(Rules, PromoteByTraitsNotByName) {
     return testing::FakeCpuBackend(std::move(name), c);
   };
   const auto plain = make("cpu.math", DeviceKind::cpu, [](Traits&) {});
-  const auto mathy = make("vendor.reference_path", DeviceKind::cpu, [](Traits& t) { t.math = true; });
+  const auto mathy =
+      make("vendor.reference_path", DeviceKind::cpu, [](Traits& t) { t.math = true; });
   std::vector<const Backend*> order = {&plain, &mathy};
   auto fired = dispatcher::apply_rules(testing::problem("b1.hq1.l4.s4.dqk8.f32.seed1"),
-                                     testing::device("cpu-avx2"), order);
+                                       testing::device("cpu-avx2"), order);
   ASSERT_EQ(fired.size(), 1u);
   EXPECT_EQ(fired[0].name, "tiny_prefers_math");
   EXPECT_EQ(order.front(), &mathy);
@@ -231,7 +232,7 @@ TEST(Rules, PromoteByTraitsNotByName) {
       make("vendor.decode", DeviceKind::cpu, [](Traits& t) { t.split_kv = true; });
   order = {&plain, &splitter};
   fired = dispatcher::apply_rules(testing::problem("b1.hq1.l1.s4096.dqk64.f32.seed1"),
-                                testing::device("cpu-avx2:cores=8"), order);
+                                  testing::device("cpu-avx2:cores=8"), order);
   ASSERT_FALSE(fired.empty());
   EXPECT_EQ(fired[0].name, "decode_split_kv");
   EXPECT_EQ(order.front(), &splitter);
@@ -240,7 +241,7 @@ TEST(Rules, PromoteByTraitsNotByName) {
   const auto named = make("cuda.cudnn", DeviceKind::cuda, [](Traits&) {});
   order = {&named, &graph};
   fired = dispatcher::apply_rules(testing::problem("b4.hq8.l512.s512.dqk64.f16.seed1"),
-                                testing::device("sm90"), order);
+                                  testing::device("sm90"), order);
   ASSERT_FALSE(fired.empty());
   EXPECT_EQ(fired[0].name, "cudnn_preferred");
   EXPECT_EQ(order.front(), &graph);

@@ -17,7 +17,7 @@ using dispatcher::MhaRoute;
 
 MhaPath pick(const std::string& spec, const std::string& dev) {
   return dispatcher::pick_mha_path(reference::parse_mha_spec_or_throw(spec), testing::device(dev),
-                                 dispatcher::Policy{}, testing::test_registry());
+                                   dispatcher::Policy{}, testing::test_registry());
 }
 
 // The fast-path base: every condition holds.
@@ -80,7 +80,7 @@ TEST(MhaPath, InProjWeightNoneAndQkvSameEmbedDim) {
   c.mha.use_separate_proj_weight = true;
   c.self_attention = false;
   const MhaPath p = dispatcher::pick_mha_path(c, testing::device("sm80"), dispatcher::Policy{},
-                                            testing::test_registry());
+                                              testing::test_registry());
   std::vector<std::string> failed;
   for (const auto& k : p.checks) {
     if (!k.passed) failed.push_back(k.reason);
@@ -127,12 +127,17 @@ TEST(MhaPath, FastPathOnAGpuReachesFlashOrMemEfficient) {
   EXPECT_TRUE(p.reaches_sdpa);
   EXPECT_EQ(p.sdpa.chosen, "cuda.flash");
   EXPECT_EQ(p.route_reason,
-            "need_weights=0, head dim a multiple of 8 and the SDPA picker chose cuda.flash");
+            "need_weights=0, head dim a multiple of 8, no mask and the SDPA picker chose "
+            "cuda.flash");
   EXPECT_EQ(p.sdpa_problem.dtype, DType::f16);
   EXPECT_EQ(p.sdpa_problem.q.stride[2], 64) << "[B, L, E] viewed as [B, H, L, D]";
+  // native_multi_head_attention_cuda hands SDPA only calls without a mask.
   p = pick(kFast + ".mask=bool", "sm80");
-  EXPECT_EQ(p.sdpa.chosen, "cuda.mem_efficient");
-  EXPECT_EQ(p.route, MhaRoute::fast_sdpa);
+  EXPECT_EQ(p.route, MhaRoute::fast_materialized);
+  EXPECT_FALSE(p.reaches_sdpa);
+  EXPECT_EQ(p.route_reason,
+            "the call has a mask: native multi-head attention on CUDA hands SDPA only calls "
+            "without one, and uses bmm and a masked softmax");
   p = pick("e64.h4.b2.l5.s5.f32.batch_first=1.need_weights=0", "sm80");
   EXPECT_EQ(p.sdpa.chosen, "cuda.mem_efficient");
 }
@@ -155,12 +160,13 @@ TEST(MhaPath, FastPathMaterializes) {
   p = pick("e64.h4.b2.l5.s5.f64.batch_first=1.need_weights=0", "sm80");
   EXPECT_EQ(p.route, MhaRoute::fast_materialized);
   EXPECT_EQ(p.route_reason,
-            "the SDPA picker chose cuda.math, not flash or mem-efficient: native multi-head "
-            "attention uses bmm and a masked softmax");
+            "the SDPA picker chose cuda.math, not flash, mem-efficient or cuDNN: native "
+            "multi-head attention uses bmm and a masked softmax");
   EXPECT_FALSE(p.reaches_sdpa);
+  // Newer PyTorch hands the native path's SDPA call to cuDNN too.
   p = pick(kFast, "sm90");
   EXPECT_EQ(p.sdpa.chosen, "cuda.cudnn");
-  EXPECT_EQ(p.route, MhaRoute::fast_materialized);
+  EXPECT_EQ(p.route, MhaRoute::fast_sdpa);
   p = pick(kFast, "cpu-avx2");
   EXPECT_EQ(p.route, MhaRoute::fast_materialized);
   EXPECT_EQ(p.route_reason,
@@ -168,7 +174,7 @@ TEST(MhaPath, FastPathMaterializes) {
   dispatcher::Policy none;
   none.enabled = std::vector<std::string>{"cuda.math"};
   p = dispatcher::pick_mha_path(reference::parse_mha_spec_or_throw(kFast), testing::device("sm80"),
-                              none, testing::test_registry());
+                                none, testing::test_registry());
   EXPECT_EQ(p.route, MhaRoute::fast_materialized);
   none.enabled = std::vector<std::string>{"cuda.cudnn"};
   p = dispatcher::pick_mha_path(
@@ -244,7 +250,7 @@ TEST(MhaSpec, PickRejectsAnInconsistentCall) {
   c.mha.need_weights = false;  // but not marked as given
   try {
     dispatcher::pick_mha_path(c, testing::device("sm80"), dispatcher::Policy{},
-                            testing::test_registry());
+                              testing::test_registry());
     FAIL();
   } catch (const std::invalid_argument& e) {
     EXPECT_STREQ(e.what(),
@@ -296,7 +302,7 @@ RC_GTEST_PROP(MhaSpec, FormatThenParseIsTheIdentity, ()) {
   // The picker answers for every such call on every simulated device.
   for (const auto& dev : simulated_device_names()) {
     const MhaPath p = dispatcher::pick_mha_path(back, testing::device(dev), dispatcher::Policy{},
-                                              testing::test_registry());
+                                                testing::test_registry());
     RC_ASSERT(p.fast_path == p.why_not_fast_path.empty());
     RC_ASSERT(p.route != MhaRoute::fast_sdpa || p.fast_path);
     RC_ASSERT((p.route == MhaRoute::slow_materialized) ==

@@ -61,7 +61,7 @@ TEST_F(PolicyTest, DefaultComesFromTheEnvironment) {
   // CI: the override decides, with its order as the priority.
   const auto& reg = testing::test_registry();
   EXPECT_EQ(dispatcher::select(testing::problem("b1.hq2.l16.s16.dqk64.f16.seed1.gen=normal"),
-                             testing::device("sm80"), current_policy(), reg)
+                               testing::device("sm80"), current_policy(), reg)
                 .name(),
             "cuda.mem_efficient");
   setenv(dispatcher::kBackendsEnv, "a,,b", 1);
@@ -75,7 +75,7 @@ TEST_F(PolicyTest, UnknownNamesFailWhenUsed) {
   p.enabled = std::vector<std::string>{"cuda.flsh"};
   try {
     dispatcher::select(testing::problem("b1.hq2.l16.s16.dqk64.f16.seed1.gen=normal"),
-                     testing::device("sm80"), p, testing::test_registry());
+                       testing::device("sm80"), p, testing::test_registry());
     FAIL();
   } catch (const std::invalid_argument& e) {
     EXPECT_STREQ(e.what(),
@@ -86,7 +86,7 @@ TEST_F(PolicyTest, UnknownNamesFailWhenUsed) {
   Policy q;
   q.priority = {"nope"};
   EXPECT_THROW(dispatcher::explain(testing::problem("b1.hq2.l16.s16.dqk64.f16.seed1.gen=normal"),
-                                 testing::device("sm80"), q, testing::test_registry()),
+                                   testing::device("sm80"), q, testing::test_registry()),
                std::invalid_argument);
 }
 
@@ -175,7 +175,7 @@ TEST_F(PolicyTest, NoBackendEnabledIsItsOwnError) {
   ScopedBackends scope(std::vector<std::string>{});
   try {
     dispatcher::select(testing::problem("b1.hq2.l16.s16.dqk64.f16.seed1.gen=normal"),
-                     testing::device("sm80"), current_policy(), testing::test_registry());
+                       testing::device("sm80"), current_policy(), testing::test_registry());
     FAIL();
   } catch (const dispatcher::NoViableBackendError&) {
     FAIL() << "wrong error type";
@@ -187,7 +187,7 @@ TEST_F(PolicyTest, NoBackendEnabledIsItsOwnError) {
   }
   try {
     dispatcher::select(testing::problem("b1.hq2.l16.s16.dqk64.f16.seed1.gen=normal"),
-                     testing::device("sm80"), Policy{}, {});
+                       testing::device("sm80"), Policy{}, {});
     FAIL();
   } catch (const dispatcher::NoBackendEnabledError& e) {
     EXPECT_STREQ(e.what(), "no backend is enabled: no backend is registered");
@@ -198,7 +198,7 @@ TEST_F(PolicyTest, ForcingBackendsThatCannotRunListsEveryReason) {
   ScopedBackends scope({"cuda.flash", "cuda.cudnn"});
   try {
     dispatcher::select(testing::problem("b1.hq2.l3.s5.dqk64.f32.causal=tl.seed1.gen=normal"),
-                     testing::device("sm75"), current_policy(), testing::test_registry());
+                       testing::device("sm75"), current_policy(), testing::test_registry());
     FAIL();
   } catch (const dispatcher::NoViableBackendError& e) {
     EXPECT_EQ(std::string(e.what()),
@@ -227,7 +227,7 @@ TEST_F(PolicyTest, RequireDeterminismDeclinesNonDeterministicBackends) {
   p.enabled = std::vector<std::string>{"cuda.cudnn"};
   try {
     dispatcher::select(testing::problem("b1.hq2.l128.s128.dqk64.f16.seed1.gen=normal"),
-                     testing::device("sm90"), p, testing::test_registry());
+                       testing::device("sm90"), p, testing::test_registry());
     FAIL();
   } catch (const dispatcher::NoViableBackendError& e) {
     ASSERT_EQ(e.rejected().size(), 1u);

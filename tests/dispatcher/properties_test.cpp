@@ -258,7 +258,8 @@ void nested_scopes(int depth, int throw_at, const std::vector<std::string>& name
     dispatcher::ScopedBackends scope(list, prio);
     RC_ASSERT(dispatcher::current_policy().enabled == std::optional(list));
     if (prio) {
-      RC_ASSERT(std::equal(list.begin(), list.end(), dispatcher::current_policy().priority.begin()));
+      RC_ASSERT(
+          std::equal(list.begin(), list.end(), dispatcher::current_policy().priority.begin()));
     } else {
       RC_ASSERT(dispatcher::current_policy().priority == outer.priority);
     }
