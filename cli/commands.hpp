@@ -30,4 +30,8 @@ std::function<int()> add_report_command(CLI::App& app);
 std::function<int()> add_certify_command(CLI::App& app);
 std::function<int()> add_verify_bundle_command(CLI::App& app);
 
+// Adds `fuzz` (search a backend for failing cases, shrink each) and `shrink` (one case).
+std::function<int()> add_fuzz_command(CLI::App& app);
+std::function<int()> add_shrink_command(CLI::App& app);
+
 }  // namespace sdpa::cli

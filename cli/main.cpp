@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
   auto run_judge = sdpa::cli::add_judge_command(app);
   auto run_certify = sdpa::cli::add_certify_command(app);
   auto run_verify_bundle = sdpa::cli::add_verify_bundle_command(app);
+  auto run_fuzz = sdpa::cli::add_fuzz_command(app);
+  auto run_shrink = sdpa::cli::add_shrink_command(app);
   auto run_report = sdpa::cli::add_report_command(app);
   try {
     app.parse(argc, argv);
@@ -37,6 +39,8 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("judge")) return run_judge();
     if (app.got_subcommand("certify")) return run_certify();
     if (app.got_subcommand("verify-bundle")) return run_verify_bundle();
+    if (app.got_subcommand("fuzz")) return run_fuzz();
+    if (app.got_subcommand("shrink")) return run_shrink();
     if (app.got_subcommand("report")) return run_report();
   } catch (const std::exception& e) {
     std::cerr << "sdpa-cts: error: " << e.what() << "\n";

@@ -9,6 +9,11 @@ target_compile_options(sdpa_options INTERFACE
 target_include_directories(sdpa_options INTERFACE ${PROJECT_SOURCE_DIR})
 target_compile_definitions(sdpa_options INTERFACE
   SDPA_CTS_VERSION="${PROJECT_VERSION}")
+if(SDPA_CTS_FUZZ)
+  # Coverage instrumentation for libFuzzer in every library; the fuzz_* executables add the
+  # driver (fuzz/CMakeLists.txt).
+  target_compile_options(sdpa_options INTERFACE -fsanitize=fuzzer-no-link)
+endif()
 if(SDPA_CTS_SANITIZE)
   target_compile_options(sdpa_options INTERFACE
     -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)

@@ -1,6 +1,9 @@
 #include "core/device.hpp"
 
 #include <omp.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include <charconv>
 #include <fstream>
@@ -118,11 +121,15 @@ Device detect_cpu() {
   __builtin_cpu_init();
   d.cpu.avx2 = __builtin_cpu_supports("avx2");
   d.cpu.fma = __builtin_cpu_supports("fma");
-  d.cpu.f16c = __builtin_cpu_supports("f16c");
+  // F16C and AVX512-FP16 from CPUID itself: not every compiler's __builtin_cpu_supports
+  // knows them (Clang 14 does not).
+  unsigned a = 0, b = 0, c = 0, dx = 0;
+  d.cpu.f16c = __get_cpuid(1, &a, &b, &c, &dx) && (c & (1u << 29)) != 0;
+  const bool leaf7 = __get_cpuid_count(7, 0, &a, &b, &c, &dx) != 0;
   d.cpu.avx512f = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                   __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   d.cpu.avx512_bf16 = d.cpu.avx512f && __builtin_cpu_supports("avx512bf16");
-  d.cpu.avx512_fp16 = d.cpu.avx512f && __builtin_cpu_supports("avx512fp16");
+  d.cpu.avx512_fp16 = d.cpu.avx512f && leaf7 && (dx & (1u << 23)) != 0;
 #endif
   d.cpu.cores = omp_get_max_threads();
   d.cpu.isa = available_isa_targets(d.cpu).back();

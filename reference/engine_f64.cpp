@@ -26,9 +26,47 @@ constexpr std::int64_t kDimTile = 32;  // output columns per register tile of th
 
 // Hot loops are compiled for AVX-512, AVX2+FMA and baseline x86-64 and picked at load
 // time; all three compute the same bits (explicit fma, no contraction).
+#if defined(__clang__)
+// Clang refuses 512-bit vector values in the baseline clone ("changes the ABI"), so a Clang
+// build (the fuzzing build, fuzz/) uses eight doubles in a struct, one code path, the same
+// operations lane by lane: the same bits, slower.
+#define SDPA_CLONES
+struct v8 {
+  double x[8];
+  double& operator[](int i) { return x[i]; }
+  double operator[](int i) const { return x[i]; }
+};
+#define SDPA_V8_OP(op)                                     \
+  inline v8 operator op(const v8& a, const v8& b) {        \
+    v8 r;                                                  \
+    for (int t = 0; t < 8; ++t) r.x[t] = a.x[t] op b.x[t]; \
+    return r;                                              \
+  }
+SDPA_V8_OP(+)
+SDPA_V8_OP(-)
+SDPA_V8_OP(*)
+#undef SDPA_V8_OP
+inline v8& operator+=(v8& a, const v8& b) { return a = a + b; }
+inline v8 splat(double x) {
+  v8 r;
+  for (double& e : r.x) e = x;
+  return r;
+}
+inline v8 vabs(const v8& a) {
+  v8 r;
+  for (int t = 0; t < 8; ++t) r.x[t] = std::fabs(a.x[t]);  // clears the sign, as below
+  return r;
+}
+#else
 #define SDPA_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 
 typedef double v8 __attribute__((vector_size(64)));
+inline __attribute__((always_inline)) v8 splat(double x) { return v8{} + x; }
+typedef long long v8i __attribute__((vector_size(64)));
+inline __attribute__((always_inline)) v8 vabs(v8 a) {
+  return reinterpret_cast<v8>(reinterpret_cast<v8i>(a) & 0x7fffffffffffffffLL);  // clear sign
+}
+#endif
 
 inline __attribute__((always_inline)) v8 load8(const double* p) {
   v8 x;
@@ -36,16 +74,11 @@ inline __attribute__((always_inline)) v8 load8(const double* p) {
   return x;
 }
 inline __attribute__((always_inline)) void store8(double* p, v8 x) { std::memcpy(p, &x, sizeof x); }
-inline __attribute__((always_inline)) v8 splat(double x) { return v8{} + x; }
 inline __attribute__((always_inline)) v8 vfma(v8 a, v8 b, v8 c) {
   v8 r;
 #pragma GCC unroll 16
   for (int t = 0; t < 8; ++t) r[t] = std::fma(a[t], b[t], c[t]);
   return r;
-}
-typedef long long v8i __attribute__((vector_size(64)));
-inline __attribute__((always_inline)) v8 vabs(v8 a) {
-  return reinterpret_cast<v8>(reinterpret_cast<v8i>(a) & 0x7fffffffffffffffLL);  // clear sign
 }
 // (hi, lo) += x with TwoSum, lane by lane.
 inline __attribute__((always_inline)) void two_sum8(v8& hi, v8& lo, v8 x) {

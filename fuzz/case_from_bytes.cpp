@@ -1,0 +1,54 @@
+#include "fuzz/case_from_bytes.hpp"
+
+namespace sdpa::fuzz {
+
+conformance::SamplerOptions fuzz_sampler_options() {
+  conformance::SamplerOptions o;
+  o.max_len = kFuzzMaxLen;
+  o.max_work = kFuzzMaxWork;
+  o.max_head_dim = kFuzzMaxHeadDim;
+  o.model_shapes = false;  // real-model shapes exceed the budget anyway
+  return o;
+}
+
+Case case_from_bytes(FuzzInput& in) {
+  const conformance::SamplerOptions options = fuzz_sampler_options();
+  conformance::CaseChoices c;
+  c.batch = in.range(0, 4);
+  c.heads_kv = in.range(0, 4);
+  c.group = in.range(1, 4);
+  c.len_q = in.range(0, kFuzzMaxLen);
+  c.len_kv = in.range(0, kFuzzMaxLen);
+  c.head_dim_qk = in.range(0, kFuzzMaxHeadDim);
+  c.head_dim_v = in.range(0, kFuzzMaxHeadDim);
+  c.dtype = static_cast<int>(in.range(0, static_cast<std::int64_t>(options.dtypes.size()) - 1));
+  c.causal = static_cast<int>(in.range(0, 2));
+  c.window = in.flag();
+  c.window_left = in.range(-1, kFuzzMaxLen + 1);
+  c.window_right = in.range(-1, kFuzzMaxLen + 1);
+  c.window_bottom_right = in.flag();
+  c.mask = static_cast<int>(in.range(0, 2));
+  c.mask_broadcast = static_cast<int>(in.range(0, 15));
+  c.varlen = static_cast<int>(in.range(0, 2));
+  if (c.varlen != 0) {
+    for (std::int64_t b = 0; b < c.batch; ++b) {
+      c.seqlens_q.push_back(in.range(0, kFuzzMaxLen));
+      c.seqlens_kv.push_back(in.range(0, kFuzzMaxLen));
+    }
+  }
+  c.softcap = static_cast<int>(in.range(0, 4));
+  c.scale = static_cast<int>(in.range(0, 6));
+  c.dropout = static_cast<int>(in.range(0, 4));
+  c.dropout_seed = in.u64();
+  c.dropout_offset = in.range(0, 1 << 20);
+  c.layout_bshd = in.flag();
+  c.gap = in.range(0, 16);
+  c.offset = in.range(0, 16);
+  c.lse = in.flag();
+  c.weights = in.flag();
+  c.generator = static_cast<int>(in.range(0, 15));
+  c.seed = in.range(0, 1 << 16);
+  return conformance::build_case(c, options);
+}
+
+}  // namespace sdpa::fuzz
