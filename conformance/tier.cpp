@@ -63,8 +63,13 @@ void load_into(const fs::path& file, const std::string& tiers_dir, const std::st
       out.golden_families.push_back(family);
     } else if (line.rfind("include ", 0) == 0) {
       const std::string name = trim(line.substr(8));
-      load_into(fs::path(tiers_dir) / (name + ".tier"), tiers_dir, source_dir, stack, out, seen,
-                directive);
+      const fs::path included = fs::path(tiers_dir) / (name + ".tier");
+      // The error names the including line too (found by fuzz/targets/tier_file.cpp).
+      if (!fs::is_regular_file(included)) {
+        throw std::invalid_argument(where + "include " + name +
+                                    ": tier file not found: " + included.string());
+      }
+      load_into(included, tiers_dir, source_dir, stack, out, seen, directive);
     } else {
       std::vector<std::string> ids;
       try {

@@ -45,7 +45,8 @@ std::optional<int> parse_version(std::string_view s, bool want_patch) {
   int v[3] = {0, 0, 0};
   for (std::size_t i = 0; i < parts.size(); ++i) {
     auto x = to_int(parts[i]);
-    if (!x || (i > 0 && *x > 99)) return std::nullopt;
+    // Majors up to 999 (the encoding must fit an int); minors and patches up to 99.
+    if (!x || *x < 0 || *x > (i == 0 ? 999 : 99)) return std::nullopt;
     v[i] = *x;
   }
   return want_patch ? v[0] * 10000 + v[1] * 100 + v[2] : v[0] * 1000 + v[1] * 10;

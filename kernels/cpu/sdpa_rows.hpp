@@ -139,6 +139,11 @@ RowStats row_softmax_block(const Ops& ops, const Geometry& g, const void* mask, 
     } else {
       ops.load(p.dtype, at(mask, off, dtype_size(p.dtype)), g.mstride[3], cnt, tmp);
       ops.add(x, tmp, cnt);
+      // A -inf bias masks its key even when the logit is NaN (NaN + -inf is NaN): the
+      // weight there stays exactly 0 in a NaN row, as at every masked key (SEMANTICS.md,
+      // "Non-finite inputs"; found by fuzz/targets/differential.cpp).
+      for (std::int64_t j = 0; j < cnt; ++j)
+        if (tmp[j] == kNegInf) x[j] = kNegInf;
     }
   }
   const double m = ops.max(x, cnt);

@@ -80,6 +80,16 @@ TEST_F(TierFiles, ErrorsNameTheFileLineAndField) {
   }
   write("cycle.tier", "include cycle\n");
   EXPECT_THROW(load_tier("cycle", dir_.string(), dir_.string()), std::invalid_argument);
+  // Found by fuzz/targets/tier_file.cpp: a missing include named only the missing file.
+  write("noinc.tier", "b1.hq1.l1.s1.dqk8.f32\ninclude sloke\n");
+  try {
+    load_tier("noinc", dir_.string(), dir_.string());
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("noinc.tier:2: include sloke: tier file not found: "), std::string::npos)
+        << m;
+  }
   write("nogold.tier", "golden missing.h5\n");
   EXPECT_THROW(load_tier("nogold", dir_.string(), dir_.string()), std::invalid_argument);
   try {

@@ -57,6 +57,13 @@ TEST(Device, OverrideErrorsNameTheOption) {
   EXPECT_EQ(error_of("sm90:cudnn=9"),
             "device 'sm90:cudnn=9': option 'cudnn': expected a version MAJOR.MINOR.PATCH or "
             "'none', got '9'");
+  // Found by fuzz/targets/parsers.cpp: a huge major overflowed the int encoding.
+  EXPECT_EQ(error_of("sm90:cudnn=492403.0.0"),
+            "device 'sm90:cudnn=492403.0.0': option 'cudnn': expected a version MAJOR.MINOR.PATCH "
+            "or 'none', got '492403.0.0'");
+  EXPECT_EQ(error_of("sm90:cuda=4000000.0"),
+            "device 'sm90:cuda=4000000.0': option 'cuda': expected a version MAJOR.MINOR, got "
+            "'4000000.0'");
   EXPECT_EQ(error_of("sm90:cudnn=9.100.0"),
             "device 'sm90:cudnn=9.100.0': option 'cudnn': expected a version MAJOR.MINOR.PATCH or "
             "'none', got '9.100.0'");
