@@ -38,15 +38,6 @@ struct Options {
   int max_findings = 10;
 };
 
-// Sizes that keep one case in milliseconds while reaching every block edge of the kernels.
-conformance::SamplerOptions search_sampler() {
-  conformance::SamplerOptions s;
-  s.max_len = 160;
-  s.max_work = std::int64_t(1) << 18;
-  s.model_shapes = false;
-  return s;
-}
-
 std::vector<std::string> corpus_ids(const std::string& dir) {
   std::vector<std::string> ids;
   if (dir.empty() || !fs::is_directory(dir)) return ids;
@@ -75,7 +66,7 @@ int run(const Options& o) {
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     };
     std::vector<std::string> pending = corpus_ids(o.corpus);
-    const conformance::SamplerOptions sampler = search_sampler();
+    const conformance::SamplerOptions sampler = conformance::search_sampler_options();
     std::uint64_t next = 0;
     std::size_t ran = 0, failures = 0;
     std::set<std::string> distinct;

@@ -283,6 +283,14 @@ const char* model_preset_name(ModelPreset p) {
   return "none";
 }
 
+SamplerOptions search_sampler_options() {
+  SamplerOptions s;
+  s.max_len = 640;
+  s.max_work = std::int64_t(1) << 18;
+  s.model_shapes = false;
+  return s;
+}
+
 std::int64_t problem_work(const Problem& p) {
   return sat_mul(sat_mul(sat_mul(sat_mul(p.batch, p.heads_q), p.len_q), p.len_kv),
                  std::max(p.head_dim_qk, p.head_dim_v));

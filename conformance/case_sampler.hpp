@@ -120,6 +120,12 @@ struct CaseChoices {
 // tensor, nan_beyond valid lengths in the padded layout). "normal" is always first.
 std::vector<std::string> sampler_generators(const Problem& p, const SamplerOptions& options);
 
+// The options `sdpa-cts fuzz` searches with (and the fuzzer's detection-power measurement):
+// every feature family and the adversarial data, sizes that keep a case in milliseconds while
+// reaching every block edge and split length of the kernels (L, S up to 640, work up to 2^18),
+// no real-model presets.
+SamplerOptions search_sampler_options();
+
 // Checks the options; throws std::invalid_argument naming the field (empty dtypes,
 // max_work < 1, max_len < 1, max_head_dim < 1).
 void check_sampler_options(const SamplerOptions& options);

@@ -12,6 +12,7 @@
 //                         [a-z0-9_-]+. The mutant kill table names the family of each kill.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -25,8 +26,11 @@ struct TierEntries {
   std::vector<std::string> golden_families;  // family of each golden file line
 };
 
+// Most case IDs one tier line may expand to.
+inline constexpr std::uint64_t kMaxAlternatives = 4096;
+
 // Expands {a,b} alternatives (several groups multiply out). Throws std::invalid_argument
-// on an unbalanced brace.
+// on an unbalanced brace, or when the line would expand to more than kMaxAlternatives IDs.
 std::vector<std::string> expand_alternatives(const std::string& pattern);
 
 // Reads a tier by name (looked up as <tiers_dir>/<name>.tier) or by path. Throws

@@ -35,8 +35,11 @@ ToleranceFactors tolerance_factors(const Problem& p, const PrecisionContract& c,
   // One subnormal spacing of the output, plus one of the accumulator per key: each product
   // P_j V_j that lands below the smallest normal is rounded to that spacing (table 2026-12-2;
   // the single-spacing floor of 2026-12-1 failed correct kernels summing subnormal products).
-  f.floor = subnormal_spacing(p.dtype) +
-            double(std::max<std::int64_t>(s_b, 1) + 1) * subnormal_spacing(c.accumulate);
+  // Dropout scales the sum by 1 / (1 - p), and with it those absolute errors (table
+  // 2026-12-4; found with p = 0.999 on subnormal data, where cpu.math missed the bound by 2x).
+  const double keep_scale = p.dropout_p > 0 ? 1.0 / (1.0 - p.dropout_p) : 1.0;
+  f.floor = subnormal_spacing(p.dtype) + double(std::max<std::int64_t>(s_b, 1) + 1) *
+                                             subnormal_spacing(c.accumulate) * keep_scale;
   // P itself underflows: a weight below the smallest normal of the type P is computed in
   // (and of the one it is rounded to, when rounded) is off by up to half its subnormal
   // spacing in absolute terms, which a V near the maximum turns into a visible output error

@@ -27,7 +27,7 @@
 namespace sdpa::conformance {
 
 struct ToleranceTable {
-  std::string version = "2026-12-3";  // bump when any factor changes
+  std::string version = "2026-12-4";  // bump when any factor changes
   double safety = 4.0;                // multiplies the probabilistic growth factors
 };
 
