@@ -12,8 +12,10 @@ static_assert(static_cast<int>(IsaTarget::scalar) == SDPA_CTS_ISA_SCALAR &&
               static_cast<int>(IsaTarget::avx2) == SDPA_CTS_ISA_AVX2 &&
               static_cast<int>(IsaTarget::avx512) == SDPA_CTS_ISA_AVX512 &&
               static_cast<int>(IsaTarget::avx512bf16) == SDPA_CTS_ISA_AVX512BF16);
-static_assert(int(kBroadcastB) == int(SDPA_CTS_BROADCAST_B) && int(kBroadcastH) == int(SDPA_CTS_BROADCAST_H) &&
-              int(kBroadcastL) == int(SDPA_CTS_BROADCAST_L) && int(kBroadcastS) == int(SDPA_CTS_BROADCAST_S));
+static_assert(int(kBroadcastB) == int(SDPA_CTS_BROADCAST_B) &&
+              int(kBroadcastH) == int(SDPA_CTS_BROADCAST_H) &&
+              int(kBroadcastL) == int(SDPA_CTS_BROADCAST_L) &&
+              int(kBroadcastS) == int(SDPA_CTS_BROADCAST_S));
 
 constexpr DType kDtypes[] = {DType::f64, DType::f32, DType::f16, DType::bf16};
 
@@ -91,10 +93,12 @@ sdpa_cts_device c_device(const Device& d) {
   c.kind = d.kind == DeviceKind::cuda ? SDPA_CTS_DEVICE_CUDA : SDPA_CTS_DEVICE_CPU;
   c.name = d.name.c_str();
   c.simulated = d.simulated;
-  const std::pair<bool, uint32_t> features[] = {
-      {d.cpu.avx2, SDPA_CTS_CPU_AVX2},       {d.cpu.fma, SDPA_CTS_CPU_FMA},
-      {d.cpu.f16c, SDPA_CTS_CPU_F16C},       {d.cpu.avx512f, SDPA_CTS_CPU_AVX512F},
-      {d.cpu.avx512_bf16, SDPA_CTS_CPU_AVX512_BF16}, {d.cpu.avx512_fp16, SDPA_CTS_CPU_AVX512_FP16}};
+  const std::pair<bool, uint32_t> features[] = {{d.cpu.avx2, SDPA_CTS_CPU_AVX2},
+                                                {d.cpu.fma, SDPA_CTS_CPU_FMA},
+                                                {d.cpu.f16c, SDPA_CTS_CPU_F16C},
+                                                {d.cpu.avx512f, SDPA_CTS_CPU_AVX512F},
+                                                {d.cpu.avx512_bf16, SDPA_CTS_CPU_AVX512_BF16},
+                                                {d.cpu.avx512_fp16, SDPA_CTS_CPU_AVX512_FP16}};
   for (auto [on, bit] : features) c.cpu_features |= on ? bit : 0u;
   c.cpu_isa = static_cast<int32_t>(d.cpu.isa);  // the same order as SDPA_CTS_ISA_*
   c.cpu_cores = d.cpu.cores;
@@ -150,8 +154,8 @@ class PluginBackend final : public Backend {
     cb.o = buf.o;
     cb.lse = buf.lse;
     cb.weights = buf.weights;
-    cb.memory = buf.memory == MemorySpace::cuda_device ? SDPA_CTS_MEMORY_CUDA_DEVICE
-                                                       : SDPA_CTS_MEMORY_HOST;
+    cb.memory =
+        buf.memory == MemorySpace::cuda_device ? SDPA_CTS_MEMORY_CUDA_DEVICE : SDPA_CTS_MEMORY_HOST;
     std::vector<char> error(1024, '\0');
     if (b_.run(b_.state, &cp, &cb, &cd, options.threads, error.data(), error.size()) != 0) {
       error.back() = '\0';
@@ -160,9 +164,17 @@ class PluginBackend final : public Backend {
   }
 
  private:
+  // A reason as the reports can hold it: never empty, at most kMaxReason characters.
   static void decline(void* context, const char* reason) {
-    static_cast<Support*>(context)->decline(reason ? reason : "(declined without a reason)");
+    std::string r = reason ? reason : "(declined without a reason)";
+    if (r.empty()) r = "(declined with an empty reason)";
+    if (r.size() > kMaxReason) {
+      r.resize(kMaxReason);
+      r += "... (truncated by sdpa-cts)";
+    }
+    static_cast<Support*>(context)->decline(std::move(r));
   }
+  static constexpr std::size_t kMaxReason = 4096;
 
   const sdpa_cts_backend& b_;
   std::string name_;
