@@ -14,6 +14,13 @@ if(SDPA_CTS_FUZZ)
   # driver (fuzz/CMakeLists.txt).
   target_compile_options(sdpa_options INTERFACE -fsanitize=fuzzer-no-link)
 endif()
+if(SDPA_CTS_TSAN)
+  # ThreadSanitizer over the threaded kernels (scripts/tsan-check.sh): Clang with LLVM's
+  # OpenMP runtime, whose Archer tool (OMP_TOOL_LIBRARIES) tells TSan about OpenMP's
+  # synchronisation.
+  target_compile_options(sdpa_options INTERFACE -fsanitize=thread -fno-omit-frame-pointer)
+  target_link_options(sdpa_options INTERFACE -fsanitize=thread)
+endif()
 if(SDPA_CTS_SANITIZE)
   target_compile_options(sdpa_options INTERFACE
     -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
