@@ -60,9 +60,19 @@ std::vector<CaseRecord> SearchTarget::run(const std::vector<std::string>& ids) c
   ro.timeout_seconds = opt_.timeout;
   const auto probed = probed_;
   ro.worker_init = [probed] {
-    for (const auto& p : probed) plugins::load_plugin(p.path);
+    for (const auto& p : probed) {
+      // A worker of a process that has loaded the plugin already (the libFuzzer engine)
+      // inherits its backends.
+      const bool loaded = !p.backends.empty() && find_backend(p.backends.front().name);
+      if (!loaded) plugins::load_plugin(p.path);
+    }
   };
   return conformance::run_jobs(jobs, ro);
+}
+
+const Backend& SearchTarget::load_here() const {
+  if (!plugin_.empty() && !find_backend(opt_.backend)) plugins::load_plugin(plugin_);
+  return find_backend_or_throw(opt_.backend);
 }
 
 std::string SearchTarget::repro(const std::string& id) const {

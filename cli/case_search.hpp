@@ -9,6 +9,7 @@
 
 #include "conformance/run_record.hpp"
 #include "conformance/shrink.hpp"
+#include "kernels/backend.hpp"
 #include "plugins/host/plugin_loader.hpp"
 
 namespace sdpa::cli {
@@ -37,6 +38,11 @@ class SearchTarget {
   // The paste-able command that runs `id` on this target.
   std::string repro(const std::string& id) const;
   const std::string& backend() const { return opt_.backend; }
+  // The backend in this process (a plugin's is loaded here first), for an engine that runs
+  // cases in-process: libFuzzer, which needs the kernel's coverage.
+  const Backend& load_here() const;
+  const Device& device() const { return device_; }
+  int threads() const { return opt_.threads; }
 
  private:
   SearchOptions opt_;

@@ -34,4 +34,7 @@ std::function<int()> add_verify_bundle_command(CLI::App& app);
 std::function<int()> add_fuzz_command(CLI::App& app);
 std::function<int()> add_shrink_command(CLI::App& app);
 
+// Adds `pairs` (pairwise coverage of tier runs; the generated covering tier).
+std::function<int()> add_pairs_command(CLI::App& app);
+
 }  // namespace sdpa::cli

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   auto run_fuzz = sdpa::cli::add_fuzz_command(app);
   auto run_shrink = sdpa::cli::add_shrink_command(app);
   auto run_report = sdpa::cli::add_report_command(app);
+  auto run_pairs = sdpa::cli::add_pairs_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("fuzz")) return run_fuzz();
     if (app.got_subcommand("shrink")) return run_shrink();
     if (app.got_subcommand("report")) return run_report();
+    if (app.got_subcommand("pairs")) return run_pairs();
   } catch (const std::exception& e) {
     std::cerr << "sdpa-cts: error: " << e.what() << "\n";
     return 2;

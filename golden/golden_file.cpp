@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <stdexcept>
 
 #include "golden/hdf5_util.hpp"
+#include "golden/isolated_read.hpp"
 
 namespace sdpa::golden {
 
@@ -151,14 +153,97 @@ GuardedBuffer place(const Where& w, const std::string& name, const StridedView& 
 
 }  // namespace
 
+// An error the isolated read met loading one case: thrown again, without libhdf5, when the
+// case is loaded in the caller's process.
+struct RecordedError {
+  bool invalid_argument;  // std::invalid_argument, else std::runtime_error
+  std::string message;    // what() of the error
+  [[noreturn]] void raise() const {
+    if (invalid_argument) throw std::invalid_argument(message);
+    throw std::runtime_error(message);
+  }
+};
+
+// Which load failed in the child: an SDPA case with outputs optional or required, or an MHA
+// case. Keys of GoldenFile::Impl::failed.
+enum class LoadKind : char { sdpa_optional = 'o', sdpa_required = 'r', mha = 'm' };
+
 struct GoldenFile::Impl {
   FileInfo info;
   Handle file;
   std::vector<std::string> ids;
   std::vector<std::string> mha_names;
+  std::map<std::pair<LoadKind, std::string>, RecordedError> failed;  // by the isolated read
+
+  void raise_if_failed(LoadKind kind, const std::string& name) const {
+    const auto it = failed.find({kind, name});
+    if (it != failed.end()) it->second.raise();
+  }
 };
 
-GoldenFile::GoldenFile(const std::string& path) : impl_(std::make_unique<Impl>()) {
+namespace {
+
+// The child's report of the loads that failed: per load, the kind byte, the error kind byte
+// ('I' invalid_argument, 'R' runtime_error), and the name and message, each as
+// "<length>:<bytes>".
+void append_field(std::string& out, const std::string& field) {
+  out += std::to_string(field.size());
+  out += ':';
+  out += field;
+}
+
+std::string read_field(const std::string& in, std::size_t& at) {
+  const std::size_t colon = in.find(':', at);
+  if (colon == std::string::npos) throw std::runtime_error("a malformed report of the child");
+  const std::size_t n = std::stoull(in.substr(at, colon - at));
+  if (colon + 1 + n > in.size()) throw std::runtime_error("a malformed report of the child");
+  std::string field = in.substr(colon + 1, n);
+  at = colon + 1 + n;
+  return field;
+}
+
+std::string encode_failures(const std::map<std::pair<LoadKind, std::string>, RecordedError>& m) {
+  std::string out;
+  for (const auto& [key, error] : m) {
+    out += static_cast<char>(key.first);
+    out += error.invalid_argument ? 'I' : 'R';
+    append_field(out, key.second);
+    append_field(out, error.message);
+  }
+  return out;
+}
+
+std::map<std::pair<LoadKind, std::string>, RecordedError> decode_failures(const std::string& in) {
+  std::map<std::pair<LoadKind, std::string>, RecordedError> m;
+  std::size_t at = 0;
+  while (at < in.size()) {
+    if (at + 2 > in.size()) throw std::runtime_error("a malformed report of the child");
+    const auto kind = static_cast<LoadKind>(in[at]);
+    const bool invalid_argument = in[at + 1] == 'I';
+    at += 2;
+    std::string name = read_field(in, at);
+    std::string message = read_field(in, at);
+    m[{kind, std::move(name)}] = RecordedError{invalid_argument, std::move(message)};
+  }
+  return m;
+}
+
+// Runs `load`; records its error under `key`.
+template <class Load>
+void try_load(std::map<std::pair<LoadKind, std::string>, RecordedError>& failed, LoadKind kind,
+              const std::string& name, Load load) {
+  try {
+    load();
+  } catch (const std::invalid_argument& e) {
+    failed[{kind, name}] = RecordedError{true, e.what()};
+  } catch (const std::exception& e) {
+    failed[{kind, name}] = RecordedError{false, e.what()};
+  }
+}
+
+}  // namespace
+
+GoldenFile::GoldenFile(const std::string& path, Reading reading) : impl_(std::make_unique<Impl>()) {
   h5::silence_errors();
   const Where w{path, ""};
   std::error_code ec;
@@ -167,6 +252,28 @@ GoldenFile::GoldenFile(const std::string& path) : impl_(std::make_unique<Impl>()
   }
   if (std::filesystem::is_directory(path, ec)) {
     throw std::runtime_error(w.prefix() + ": is a directory, not a file");
+  }
+  if (reading == Reading::isolated) {
+    // Every load this object can later make is made once in the child, which reports the
+    // ones that failed; a failure of the file itself is rethrown here.
+    const std::string report = read_in_child(path, [&] {
+      const GoldenFile file(path, Reading::in_process);
+      std::map<std::pair<LoadKind, std::string>, RecordedError> failed;
+      for (const auto& id : file.case_ids()) {
+        try_load(failed, LoadKind::sdpa_optional, id,
+                 [&] { (void)file.load(id, Outputs::optional); });
+        try_load(failed, LoadKind::sdpa_required, id, [&] { (void)file.load(id); });
+      }
+      for (const auto& name : file.mha_case_names()) {
+        try_load(failed, LoadKind::mha, name, [&] { (void)file.load_mha(name); });
+      }
+      return encode_failures(failed);
+    });
+    try {
+      impl_->failed = decode_failures(report);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(w.prefix() + ": " + e.what());
+    }
   }
   const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
   if (is_hdf5 <= 0) {
@@ -236,6 +343,8 @@ GoldenCase GoldenFile::load(const std::string& id, Outputs outputs) const {
   if (!std::binary_search(impl_->ids.begin(), impl_->ids.end(), id)) {
     throw std::invalid_argument(Where{path, ""}.prefix() + ": no case '" + id + "' under /sdpa");
   }
+  impl_->raise_if_failed(
+      outputs == Outputs::optional ? LoadKind::sdpa_optional : LoadKind::sdpa_required, id);
   const Where w{path, "/sdpa/" + id};
   // The group name is the canonical case ID: parse it, and insist on the canonical form.
   auto parsed = parse_case_id(id);
@@ -411,6 +520,7 @@ MhaGoldenCase GoldenFile::load_mha(const std::string& name) const {
   if (!std::binary_search(impl_->mha_names.begin(), impl_->mha_names.end(), name)) {
     throw std::invalid_argument(Where{path, ""}.prefix() + ": no case '" + name + "' under /mha");
   }
+  impl_->raise_if_failed(LoadKind::mha, name);
   const Where w{path, "/mha/" + name};
   Handle mha = h5::open_group(Where{path, ""}, impl_->file.get(), "mha");
   Handle grp = h5::open_group(w, mha.get(), name);

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "core/case_id.hpp"
 #include "core/case_buffers.hpp"
+#include "core/case_id.hpp"
 #include "reference/mha_reference.hpp"
 
 namespace sdpa::golden {
@@ -45,17 +45,17 @@ struct FileInfo {
 
 // One SDPA case: its problem, inputs and expected outputs.
 struct GoldenCase {
-  std::string id;                     // group name = canonical case ID
-  Case c;                             // parsed from the ID
-  InputBuffers inputs;                // in the problem's layout (mask: uint8 or dtype), snapshot taken
-  std::vector<double> o;              // [B, Hq, L, Dv] expected output (logical, padded rows 0);
-                                      // empty when absent from a results file
-  std::vector<double> lse;            // [B, Hq, L] expected natural-log LSE (-inf: no key);
-                                      // empty when absent from a results file
-  std::vector<double> weights;        // [B, Hq, L, S] after dropout; empty if absent
-  bool has_o = true;                  // the file holds o for this case (results files: maybe not)
-  bool has_lse = true;                // the file holds lse for this case
-  bool has_weights = false;           // the file holds weights for this case
+  std::string id;               // group name = canonical case ID
+  Case c;                       // parsed from the ID
+  InputBuffers inputs;          // in the problem's layout (mask: uint8 or dtype), snapshot taken
+  std::vector<double> o;        // [B, Hq, L, Dv] expected output (logical, padded rows 0);
+                                // empty when absent from a results file
+  std::vector<double> lse;      // [B, Hq, L] expected natural-log LSE (-inf: no key);
+                                // empty when absent from a results file
+  std::vector<double> weights;  // [B, Hq, L, S] after dropout; empty if absent
+  bool has_o = true;            // the file holds o for this case (results files: maybe not)
+  bool has_lse = true;          // the file holds lse for this case
+  bool has_weights = false;     // the file holds weights for this case
   std::int64_t precision_digits = 0;  // the file's precision_digits (limited for captures)
   std::string family, data, note;     // optional descriptive attributes ("" when absent)
 };
@@ -73,8 +73,12 @@ struct MhaGoldenCase {
 
 class GoldenFile {
  public:
+  // Where the file is read. `isolated` (the default) first reads every case in a child
+  // process (golden/isolated_read.hpp), so a file that crashes or hangs libhdf5 is an
+  // error like any other; `in_process` trusts libhdf5 with the file (the child's own read).
+  enum class Reading { isolated, in_process };
   // Opens and checks the root attributes; lists the cases. Throws as described above.
-  explicit GoldenFile(const std::string& path);
+  explicit GoldenFile(const std::string& path, Reading reading = Reading::isolated);
   ~GoldenFile();
   GoldenFile(GoldenFile&&) noexcept;
   GoldenFile& operator=(GoldenFile&&) noexcept;
