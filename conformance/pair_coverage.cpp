@@ -57,7 +57,8 @@ LengthBlocks length_blocks(std::string_view backend) {
 }
 
 // Labels of a length against ascending cuts: "<c1", "=c1", "c1..c2", "=c2", ">c2".
-std::vector<std::string> cut_labels(const std::vector<std::int64_t>& cuts, const std::string& unit) {
+std::vector<std::string> cut_labels(const std::vector<std::int64_t>& cuts,
+                                    const std::string& unit) {
   auto label = [](const char* prefix, const std::string& text) {
     std::string out(prefix);
     out.append(text);
@@ -228,8 +229,8 @@ std::string case_for(const std::vector<int>& a, const Backend& backend) {
   }
   const std::int64_t batch = a[kVarlen] == 0 ? 2 : 3;
   std::string id = "b";
-  id += std::to_string(batch) + ".hq" + std::to_string(hq) + ".hkv" + std::to_string(hkv) +
-        ".l" + std::to_string(l) + ".s" + std::to_string(s) + ".dqk" + std::to_string(dqk);
+  id += std::to_string(batch) + ".hq" + std::to_string(hq) + ".hkv" + std::to_string(hkv) + ".l" +
+        std::to_string(l) + ".s" + std::to_string(s) + ".dqk" + std::to_string(dqk);
   static const char* kDtypes[] = {"f32", "f16", "bf16", "f64"};
   id += std::string(".") + kDtypes[a[kDtype]];
   if (a[kLayout] == 1) id += ".lay=bshd";
