@@ -1,5 +1,7 @@
 #include "fuzz/case_from_bytes.hpp"
 
+#include <algorithm>
+
 namespace sdpa::fuzz {
 
 conformance::SamplerOptions fuzz_sampler_options() {
@@ -12,7 +14,7 @@ conformance::SamplerOptions fuzz_sampler_options() {
 }
 
 Case case_from_bytes(FuzzInput& in) {
-  const conformance::SamplerOptions options = fuzz_sampler_options();
+  conformance::SamplerOptions options = fuzz_sampler_options();
   conformance::CaseChoices c;
   c.batch = in.range(0, 4);
   c.heads_kv = in.range(0, 4);
@@ -48,6 +50,17 @@ Case case_from_bytes(FuzzInput& in) {
   c.weights = in.flag();
   c.generator = static_cast<int>(in.range(0, 15));
   c.seed = in.range(0, 1 << 16);
+  // Last, so that the inputs before it decode as they did; past the end of the input it is
+  // 0, not long.
+  // A long-keys input is decode-like (L <= 8, D <= 64), so that the budget keeps its keys.
+  if (in.range(0, 7) == 7) {
+    c.len_kv += kFuzzLongKeys;
+    c.len_q %= 9;
+    c.head_dim_qk = std::min<std::int64_t>(c.head_dim_qk, 64);
+    c.head_dim_v = std::min<std::int64_t>(c.head_dim_v, 64);
+    options.max_len = kFuzzMaxLen + kFuzzLongKeys;
+    options.max_work = kFuzzLongWork;
+  }
   return conformance::build_case(c, options);
 }
 

@@ -2,7 +2,10 @@
 // decoded case is valid and every feature of the contract is reachable), then the data
 // recipe, which picks the adversarial generators (huge and tiny logits, NaN and infinities,
 // subnormals, masked blocks) as often as the plain ones. Sizes stay small (kFuzzMaxLen,
-// kFuzzMaxWork) so that one execution takes milliseconds.
+// kFuzzMaxWork) so that one execution takes milliseconds, except that one input in eight
+// (its last field) is decode-like with kFuzzLongKeys more keys, under a larger budget:
+// split-KV kernels split only above 256 keys, and a fuzzer that never gets there cannot
+// find their bugs.
 #pragma once
 
 #include "conformance/case_sampler.hpp"
@@ -11,9 +14,11 @@
 
 namespace sdpa::fuzz {
 
-inline constexpr std::int64_t kFuzzMaxLen = 80;        // L and S
-inline constexpr std::int64_t kFuzzMaxWork = 1 << 16;  // B*Hq*L*S*max(Dqk, Dv)
-inline constexpr std::int64_t kFuzzMaxHeadDim = 136;   // Dqk and Dv
+inline constexpr std::int64_t kFuzzMaxLen = 80;         // L and S
+inline constexpr std::int64_t kFuzzMaxWork = 1 << 16;   // B*Hq*L*S*max(Dqk, Dv)
+inline constexpr std::int64_t kFuzzMaxHeadDim = 136;    // Dqk and Dv
+inline constexpr std::int64_t kFuzzLongKeys = 256;      // keys added to a long-keys input
+inline constexpr std::int64_t kFuzzLongWork = 1 << 21;  // its work budget
 
 // The sampler options the decoded cases are built with.
 conformance::SamplerOptions fuzz_sampler_options();
