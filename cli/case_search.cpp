@@ -15,7 +15,9 @@ void add_search_options(CLI::App* cmd, SearchOptions* o) {
   cmd->add_option("--backend", o->backend, "The backend (built in, or from a --plugin)")
       ->required();
   add_plugin_option(cmd, &o->plugins);
-  cmd->add_option("--device", o->device, "cpu, or a simulated CPU this machine can run")
+  cmd->add_option(
+         "--device", o->device,
+         "cpu, cuda (the GPU, in a build with CUDA), auto, or a simulated CPU this machine can run")
       ->capture_default_str();
   cmd->add_option("--simd", o->simd, "SIMD target: scalar, avx2, avx512, avx512bf16");
   cmd->add_option("--threads", o->threads, "OpenMP threads per run (0 = default)")

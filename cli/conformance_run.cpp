@@ -170,8 +170,9 @@ void print_run_summary(const RunResult& result) {
 void add_run_request_options(CLI::App* cmd, RunRequest* request, std::string* shard_text,
                              std::string* expect_file) {
   cmd->add_option("--device", request->device,
-                  "cpu (detected), or a simulated CPU this one can run (cpu-scalar, cpu-avx2, "
-                  "...), with :key=value overrides (cores=N, isa=TARGET)")
+                  "cpu (detected), cuda (the GPU, in a build with CUDA), auto, or a simulated CPU "
+                  "this one can run (cpu-scalar, cpu-avx2, ...), with :key=value overrides "
+                  "(cores=N, isa=TARGET)")
       ->capture_default_str();
   cmd->add_option("--jobs", request->jobs, "Worker processes at once")->check(CLI::PositiveNumber);
   cmd->add_option("--threads", request->threads, "OpenMP threads per backend run (0 = default)")

@@ -30,7 +30,7 @@ struct Options {
   std::string filter;             // only case IDs containing this
   bool quiet = false;             // print failures and the summary only
   int threads = 0;
-  std::string device = "cpu";  // for --backend
+  std::string device = "cpu";        // for --backend
   std::vector<std::string> plugins;  // --plugin files
 };
 
@@ -200,9 +200,10 @@ std::function<int()> add_golden_command(CLI::App& app) {
                    "Reference agreement limit c, in f64 ulps of the error magnitude")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  verify->add_option("--device", opt->device,
-                     "Device a --backend runs on: cpu (detected) or a simulated CPU this one can "
-                     "run, with :key=value overrides")
+  verify
+      ->add_option("--device", opt->device,
+                   "Device a --backend runs on: cpu (detected), cuda (the GPU, in a build with "
+                   "CUDA), auto, or a simulated CPU this one can run, with :key=value overrides")
       ->capture_default_str();
   verify->add_option("--filter", opt->filter, "Only cases whose ID contains this text");
   verify->add_flag("--quiet", opt->quiet, "Print only failures and the summary");

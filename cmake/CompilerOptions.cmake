@@ -5,7 +5,10 @@
 # instruction set the compiler targets: a case ID gives the same bytes on every machine.
 add_library(sdpa_options INTERFACE)
 target_compile_options(sdpa_options INTERFACE
-  -Wall -Wextra -Wno-unused-parameter -Wno-psabi -ffp-contract=off -fno-math-errno)
+  $<$<COMPILE_LANGUAGE:C,CXX>:-Wall -Wextra -Wno-unused-parameter -Wno-psabi -ffp-contract=off
+  -fno-math-errno>
+  # The same policy in CUDA device code: no multiply-add contracted by the compiler.
+  $<$<COMPILE_LANGUAGE:CUDA>:--fmad=false>)
 target_include_directories(sdpa_options INTERFACE ${PROJECT_SOURCE_DIR})
 target_compile_definitions(sdpa_options INTERFACE
   SDPA_CTS_VERSION="${PROJECT_VERSION}")

@@ -1,6 +1,8 @@
 #include "core/device.hpp"
 
 #include <omp.h>
+
+#include "core/cuda_runtime.hpp"
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
@@ -137,7 +139,25 @@ Device detect_cpu() {
   return d;
 }
 
-std::optional<Device> detect_cuda() { return std::nullopt; }
+std::optional<Device> detect_cuda() {
+  const auto gpu = cuda_runtime::probe(nullptr);
+  if (!gpu) return std::nullopt;
+  Device d;
+  d.name = "cuda";
+  d.kind = DeviceKind::cuda;
+  d.cuda.sm = gpu->sm;
+  d.cuda.sm_count = gpu->sm_count;
+  d.cuda.cuda_runtime = gpu->runtime_version;
+  d.cuda.cudnn_version = gpu->cudnn_version;
+  d.cuda.model = gpu->model;
+  d.cuda.memory = gpu->memory;
+  return d;
+}
+
+std::string cuda_unavailable_reason() {
+  std::string why;
+  return cuda_runtime::probe(&why) ? "" : why;
+}
 
 Device default_device() {
   if (auto d = detect_cuda()) return *d;
@@ -197,7 +217,7 @@ std::variant<Device, std::string> parse_device(std::string_view text) {
     dev = detect_cpu();
   } else if (base == "cuda") {
     dev = detect_cuda();
-    if (!dev) return "device 'cuda': no CUDA device detected (this build has no CUDA runtime)";
+    if (!dev) return "device 'cuda': no CUDA device detected (" + cuda_unavailable_reason() + ")";
   } else if (base == "auto") {
     dev = default_device();
   } else if (auto sim = simulated_device(base)) {
@@ -314,6 +334,10 @@ std::string describe_device(const Device& d) {
   std::string s = d.name + (d.simulated ? " (simulated): " : " (detected): ");
   if (d.kind == DeviceKind::cuda) {
     s.append("CUDA ").append(sm_name(d.cuda.sm)).append(", ");
+    if (!d.cuda.model.empty()) s.append(d.cuda.model).append(", ");
+    if (d.cuda.memory > 0) {
+      s.append(std::to_string(d.cuda.memory >> 20)).append(" MiB, ");
+    }
     s.append(std::to_string(d.cuda.sm_count)).append(" SMs, CUDA ");
     s.append(std::to_string(d.cuda.cuda_runtime / 1000)).append(".");
     s.append(std::to_string(d.cuda.cuda_runtime / 10 % 100)).append(", cuDNN ");

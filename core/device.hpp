@@ -49,6 +49,8 @@ struct CudaProperties {
   int sm = 0;                 // compute capability * 10 + minor, e.g. 80, 86, 90, 121
   int sm_count = 0;           // streaming multiprocessors
   int cuda_runtime = 0;       // CUDA runtime version, e.g. 12040
+  std::string model;          // the GPU's name as the driver gives it ("" when simulated)
+  std::size_t memory = 0;     // bytes of global memory (0 when simulated)
   int cudnn_version = 0;      // cuDNN version as major*10000 + minor*100 + patch; 0 = none
   bool cudnn_nested = false;  // PyTorch's TORCH_CUDNN_SDPA_NESTED_TENSOR_ENABLED is set
                               // (cuDNN takes NestedTensor inputs only then)
@@ -67,8 +69,11 @@ Device detect_cpu();
 // This machine's CPU model as the OS names it (/proc/cpuinfo "model name"), or "unknown".
 std::string cpu_model_name();
 
-// The GPU of this process: nullopt in a build without a CUDA runtime (as here).
+// The GPU of this process (device 0, through the CUDA runtime: core/cuda_runtime.hpp), or
+// nullopt: a build without the CUDA runtime, no driver, or no device.
 std::optional<Device> detect_cuda();
+// Why detect_cuda() found none ("" when it found one).
+std::string cuda_unavailable_reason();
 
 // detect_cuda() if it finds one, else detect_cpu().
 Device default_device();

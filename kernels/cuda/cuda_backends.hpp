@@ -1,7 +1,9 @@
-// The CUDA backends as descriptors: capabilities and supports() follow PyTorch's SDPA
-// picker (docs/DISPATCH.md lists every rule and its reason text), so the dispatcher and
-// the conformance matrix can decide for any simulated GPU. This build has no CUDA kernels
-// yet: run() throws std::runtime_error("cuda.flash: this build has no CUDA kernels").
+// The CUDA backends: capabilities and supports() follow PyTorch's SDPA picker
+// (docs/DISPATCH.md lists every rule and its reason text), so the dispatcher and the
+// conformance matrix can decide for any simulated GPU. Kernels: cuda.math, in a build with
+// CUDA (SDPA_CTS_CUDA, docs/KERNELS.md "CUDA"), unverified on hardware until a GPU check
+// has run; the others' run() throws std::runtime_error("cuda.flash: this build has no CUDA
+// kernels").
 #pragma once
 
 #include <string>

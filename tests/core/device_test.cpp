@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/cuda_runtime.hpp"
+
 namespace sdpa {
 namespace {
 
@@ -90,10 +92,23 @@ TEST(Device, UnknownNamesListTheKnownOnes) {
   EXPECT_THROW(parse_device_or_throw("cpu-avx3"), std::invalid_argument);
 }
 
-TEST(Device, DetectionHasNoGpuInThisBuild) {
-  EXPECT_FALSE(detect_cuda());
-  EXPECT_EQ(error_of("cuda"),
-            "device 'cuda': no CUDA device detected (this build has no CUDA runtime)");
+// On a machine without a GPU (every CI machine): with or without the CUDA runtime in the
+// build, `cuda` names why there is none, and `auto` is the CPU. On a GPU it is that GPU.
+TEST(Device, DetectionWithoutAGpuSaysWhy) {
+  if (const auto gpu = detect_cuda()) {
+    EXPECT_EQ(gpu->kind, DeviceKind::cuda);
+    EXPECT_GE(gpu->cuda.sm, 30);
+    EXPECT_EQ(default_device().kind, DeviceKind::cuda);
+    GTEST_SKIP() << "this machine has a GPU: " << describe_device(*gpu);
+  }
+  const std::string why = cuda_unavailable_reason();
+  EXPECT_FALSE(why.empty());
+  EXPECT_EQ(error_of("cuda"), "device 'cuda': no CUDA device detected (" + why + ")");
+  if (!cuda_runtime::linked()) {
+    EXPECT_EQ(why, "this build has no CUDA runtime (SDPA_CTS_CUDA, docs/KERNELS.md)");
+  } else {
+    EXPECT_NE(why.find("cuda"), std::string::npos) << why;
+  }
   EXPECT_EQ(default_device().kind, DeviceKind::cpu);
   EXPECT_EQ(parse_device_or_throw("auto").name, "cpu");
   const Device cpu = parse_device_or_throw("cpu");

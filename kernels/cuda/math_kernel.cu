@@ -1,0 +1,410 @@
+// cuda.math on the GPU: Q, K and V gathered into contiguous arrays of the accumulation type
+// (f32, f64 for f64; K and V repeated per query head of their group), S = Q K^T and O = P V
+// by cuBLAS (pedantic math: no TF32, no reduced-precision tensor cores), and one block per
+// query row for scale, softcap, masks, softmax, dropout (the reference's Philox keep-mask),
+// LSE and the weights. The semantics are docs/SEMANTICS.md's, step by step as the reference
+// computes them (reference/engine_f64.cpp).
+//
+// UNVERIFIED ON HARDWARE until scripts/gpu-check.sh has run on a GPU (docs/KERNELS.md).
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math_constants.h>
+
+#include <climits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/math_plan.hpp"
+
+namespace sdpa::cuda::detail {
+namespace {
+
+using i64 = long long;
+
+void check(const char* what, cudaError_t e) {
+  if (e != cudaSuccess) {
+    throw std::runtime_error(std::string("cuda.math: ") + what + ": " + cudaGetErrorName(e) + " (" +
+                             cudaGetErrorString(e) + ")");
+  }
+}
+
+void check(const char* what, cublasStatus_t s) {
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    throw std::runtime_error(std::string("cuda.math: ") + what + ": " + cublasGetStatusString(s));
+  }
+}
+
+// Device memory for n elements, freed on scope exit.
+template <class T>
+class DeviceArray {
+ public:
+  explicit DeviceArray(std::size_t n) {
+    check("cudaMalloc", cudaMalloc(&p_, (n ? n : 1) * sizeof(T)));
+  }
+  explicit DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) {
+    if (!host.empty()) {
+      check("cudaMemcpy",
+            cudaMemcpy(p_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+    }
+  }
+  ~DeviceArray() { cudaFree(p_); }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  T* get() const { return p_; }
+
+ private:
+  T* p_ = nullptr;
+};
+
+// Element type T and its accumulation type.
+template <class T>
+struct Io;
+template <>
+struct Io<float> {
+  using Acc = float;
+  static __device__ float in(float x) { return x; }
+  static __device__ float out(float x) { return x; }
+};
+template <>
+struct Io<__half> {
+  using Acc = float;
+  static __device__ float in(__half x) { return __half2float(x); }
+  static __device__ __half out(float x) { return __float2half_rn(x); }
+};
+template <>
+struct Io<__nv_bfloat16> {
+  using Acc = float;
+  static __device__ float in(__nv_bfloat16 x) { return __bfloat162float(x); }
+  static __device__ __nv_bfloat16 out(float x) { return __float2bfloat16_rn(x); }
+};
+template <>
+struct Io<double> {
+  using Acc = double;
+  static __device__ double in(double x) { return x; }
+  static __device__ double out(double x) { return x; }
+};
+
+constexpr int kThreads = 128;  // per block: softmax rows and the element-wise kernels
+
+unsigned blocks_for(i64 n) {
+  const i64 b = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(b < 1 ? 1 : b > 65535 ? 65535 : b);
+}
+
+// dst[b][h][i][d] = src at (b, h / group, i, d) for i < valid[b], else 0.
+template <class T>
+__global__ void gather(const T* src, typename Io<T>::Acc* dst, i64 batch, i64 heads, i64 group,
+                       i64 rows, i64 dim, const i64* row0, const i64* valid, i64 sh, i64 sr,
+                       i64 sd) {
+  const i64 total = batch * heads * rows * dim;
+  for (i64 idx = blockIdx.x * static_cast<i64>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<i64>(gridDim.x) * blockDim.x) {
+    const i64 d = idx % dim;
+    i64 t = idx / dim;
+    const i64 i = t % rows;
+    t /= rows;
+    const i64 h = t % heads;
+    const i64 b = t / heads;
+    typename Io<T>::Acc x = 0;
+    if (i < valid[b]) x = Io<T>::in(src[row0[b] + (h / group) * sh + i * sr + d * sd]);
+    dst[idx] = x;
+  }
+}
+
+// O at (b, h, i, d) for i < rows[b] from src[b][h][i][d].
+template <class T>
+__global__ void scatter(const typename Io<T>::Acc* src, T* dst, i64 batch, i64 heads, i64 len,
+                        i64 dim, const i64* row0, const i64* rows, i64 sh, i64 sr, i64 sd) {
+  const i64 total = batch * heads * len * dim;
+  for (i64 idx = blockIdx.x * static_cast<i64>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<i64>(gridDim.x) * blockDim.x) {
+    const i64 d = idx % dim;
+    i64 t = idx / dim;
+    const i64 i = t % len;
+    t /= len;
+    const i64 h = t % heads;
+    const i64 b = t / heads;
+    if (i < rows[b]) dst[row0[b] + h * sh + i * sr + d * sd] = Io<T>::out(src[idx]);
+  }
+}
+
+// Philox4x32-10, first output word (core/philox.hpp).
+__device__ unsigned philox_word0(unsigned long long counter, unsigned long long seed) {
+  unsigned c0 = static_cast<unsigned>(counter), c1 = static_cast<unsigned>(counter >> 32), c2 = 0,
+           c3 = 0;
+  unsigned k0 = static_cast<unsigned>(seed), k1 = static_cast<unsigned>(seed >> 32);
+  for (int round = 0; round < 10; ++round) {
+    if (round > 0) {
+      k0 += 0x9E3779B9u;
+      k1 += 0xBB67AE85u;
+    }
+    const unsigned long long p0 = 0xD2511F53ull * c0;
+    const unsigned long long p1 = 0xCD9E8D57ull * c2;
+    const unsigned hi0 = static_cast<unsigned>(p0 >> 32), lo0 = static_cast<unsigned>(p0);
+    const unsigned hi1 = static_cast<unsigned>(p1 >> 32), lo1 = static_cast<unsigned>(p1);
+    const unsigned n0 = hi1 ^ c1 ^ k0, n2 = hi0 ^ c3 ^ k1;
+    c0 = n0;
+    c1 = lo1;
+    c2 = n2;
+    c3 = lo0;
+  }
+  return c0;
+}
+
+// What the softmax kernel needs of the plan (by value: a kernel argument).
+struct RowParams {
+  i64 batch, heads, len_q, len_kv;
+  double scale, softcap;
+  int causal;
+  bool window, window_br;
+  i64 window_left, window_right;
+  int mask;
+  i64 ms0, ms1, ms2, ms3;
+  double dropout_p;
+  unsigned threshold;
+  unsigned long long seed, offset;
+};
+
+// The structural masks of SEMANTICS.md for valid lengths (lq, skv).
+__device__ bool structurally_allowed(const RowParams& p, i64 i, i64 j, i64 lq, i64 skv) {
+  const i64 br = skv - lq;
+  if (p.causal == 1 && j > i) return false;
+  if (p.causal == 2 && j > i + br) return false;
+  if (p.window) {
+    const i64 off = p.window_br ? br : 0;
+    if (p.window_left >= 0 && j < i + off - p.window_left) return false;
+    if (p.window_right >= 0 && j > i + off + p.window_right) return false;
+  }
+  return true;
+}
+
+struct MaxOp {
+  template <class Acc>
+  __device__ Acc operator()(Acc a, Acc b) const {
+    return a > b ? a : b;
+  }
+};
+struct SumOp {
+  template <class Acc>
+  __device__ Acc operator()(Acc a, Acc b) const {
+    return a + b;
+  }
+};
+
+template <class Acc, class Op>
+__device__ Acc block_reduce(Acc x, Acc* shared, Op op) {
+  shared[threadIdx.x] = x;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s) shared[threadIdx.x] = op(shared[threadIdx.x], shared[threadIdx.x + s]);
+    __syncthreads();
+  }
+  const Acc r = shared[0];
+  __syncthreads();
+  return r;
+}
+
+// One block per query row: logits in `scores` become P (after dropout), in place.
+template <class T>
+__global__ void softmax_rows(typename Io<T>::Acc* scores, RowParams p, const i64* valid_q,
+                             const i64* valid_kv, const void* mask, float* lse, T* weights) {
+  using Acc = typename Io<T>::Acc;
+  __shared__ Acc shared[kThreads];
+  const Acc neg_inf = -CUDART_INF;
+  const i64 S = p.len_kv;
+  for (i64 r = blockIdx.x; r < p.batch * p.heads * p.len_q; r += gridDim.x) {
+    const i64 i = r % p.len_q;
+    const i64 h = (r / p.len_q) % p.heads;
+    const i64 b = r / (p.len_q * p.heads);
+    Acc* row = scores + r * S;
+    T* wrow = weights ? weights + r * S : nullptr;
+    const i64 lq = valid_q[b], skv = valid_kv[b];
+    // Pass 1: final logits (-inf where a key is masked or does not exist), max, NaN.
+    Acc m = neg_inf, any = 0, nan = 0;
+    for (i64 j = threadIdx.x; j < S; j += blockDim.x) {
+      Acc x = neg_inf;
+      if (i < lq && j < skv && structurally_allowed(p, i, j, lq, skv)) {
+        const i64 mo = b * p.ms0 + h * p.ms1 + i * p.ms2 + j * p.ms3;
+        if (p.mask != 1 || static_cast<const unsigned char*>(mask)[mo] != 0) {
+          x = static_cast<Acc>(p.scale) * row[j];
+          if (p.softcap > 0)
+            x = static_cast<Acc>(p.softcap) * tanh(x / static_cast<Acc>(p.softcap));
+          if (p.mask == 2) x += Io<T>::in(static_cast<const T*>(mask)[mo]);
+        }
+      }
+      row[j] = x;
+      if (isnan(x)) {
+        nan = 1;
+        any = 1;
+      } else if (x != neg_inf) {
+        any = 1;
+        if (x > m) m = x;
+      }
+    }
+    m = block_reduce(m, shared, MaxOp{});
+    any = block_reduce(any, shared, MaxOp{});
+    nan = block_reduce(nan, shared, MaxOp{});
+    if (any == 0) {  // a padded row, or every key masked: P = 0, LSE = -inf
+      for (i64 j = threadIdx.x; j < S; j += blockDim.x) {
+        row[j] = 0;
+        if (wrow) wrow[j] = Io<T>::out(Acc(0));
+      }
+      if (lse && threadIdx.x == 0) lse[r] = -CUDART_INF_F;
+      continue;
+    }
+    if (nan != 0) m = CUDART_NAN;
+    // Pass 2: e_j = exp(s_j - m) over the attended keys, and their sum.
+    Acc sum = 0;
+    for (i64 j = threadIdx.x; j < S; j += blockDim.x) {
+      const Acc e = row[j] == neg_inf ? Acc(0) : exp(row[j] - m);
+      row[j] = e;
+      sum += e;
+    }
+    sum = block_reduce(sum, shared, SumOp{});
+    if (lse && threadIdx.x == 0) lse[r] = static_cast<float>(m + log(sum));
+    // Pass 3: P_j = e_j / sum, times the dropout keep factor.
+    const Acc keep_scale = p.threshold ? Acc(1) / (Acc(1) - static_cast<Acc>(p.dropout_p)) : Acc(1);
+    for (i64 j = threadIdx.x; j < S; j += blockDim.x) {
+      Acc w = row[j] / sum;
+      if (p.threshold) {
+        const unsigned long long ctr =
+            p.offset + ((static_cast<unsigned long long>(b) * p.heads + h) * p.len_q + i) * S + j;
+        w = philox_word0(ctr, p.seed) >= p.threshold ? w * keep_scale : Acc(0);
+      }
+      row[j] = w;
+      if (wrow) wrow[j] = Io<T>::out(w);
+    }
+  }
+}
+
+cublasHandle_t blas() {
+  static cublasHandle_t handle = [] {
+    cublasHandle_t h = nullptr;
+    check("cublasCreate", cublasCreate(&h));
+    check("cublasSetMathMode", cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH));
+    return h;
+  }();
+  return handle;
+}
+
+int as_int(i64 x, const char* what) {
+  if (x > INT_MAX)
+    throw std::runtime_error(std::string("cuda.math: ") + what + " exceeds cuBLAS's int");
+  return static_cast<int>(x);
+}
+
+// C[batch](rows_c x cols_c, column-major, ldc) = op(A) * op(B), strided batches.
+template <class Acc>
+void gemm(cublasOperation_t ta, cublasOperation_t tb, i64 m, i64 n, i64 k, const Acc* a, i64 lda,
+          i64 sa, const Acc* b, i64 ldb, i64 sb, Acc* c, i64 ldc, i64 sc, i64 count) {
+  const Acc one = 1, zero = 0;
+  const int M = as_int(m, "m"), N = as_int(n, "n"), K = as_int(k, "k");
+  const int ld_a = as_int(lda < 1 ? 1 : lda, "lda"), ld_b = as_int(ldb < 1 ? 1 : ldb, "ldb"),
+            ld_c = as_int(ldc < 1 ? 1 : ldc, "ldc"), batches = as_int(count, "batch count");
+  if constexpr (sizeof(Acc) == 4) {
+    check("cublasSgemmStridedBatched",
+          cublasSgemmStridedBatched(blas(), ta, tb, M, N, K, &one, a, ld_a, sa, b, ld_b, sb, &zero,
+                                    c, ld_c, sc, batches));
+  } else {
+    check("cublasDgemmStridedBatched",
+          cublasDgemmStridedBatched(blas(), ta, tb, M, N, K, &one, a, ld_a, sa, b, ld_b, sb, &zero,
+                                    c, ld_c, sc, batches));
+  }
+}
+
+template <class T>
+void run_typed(const MathPlan& pl) {
+  using Acc = typename Io<T>::Acc;
+  const i64 B = pl.batch, H = pl.heads_q, G = pl.heads_q / (pl.heads_kv > 0 ? pl.heads_kv : 1);
+  const i64 L = pl.len_q, S = pl.len_kv, Dk = pl.dqk, Dv = pl.dv;
+  const i64 slices = B * H;
+  if (slices == 0 || L == 0) return;
+  DeviceArray<i64> valid_q(std::vector<i64>(pl.valid_q.begin(), pl.valid_q.end()));
+  DeviceArray<i64> valid_kv(std::vector<i64>(pl.valid_kv.begin(), pl.valid_kv.end()));
+  DeviceArray<i64> q0(std::vector<i64>(pl.q.row0.begin(), pl.q.row0.end()));
+  DeviceArray<i64> k0(std::vector<i64>(pl.k.row0.begin(), pl.k.row0.end()));
+  DeviceArray<i64> v0(std::vector<i64>(pl.v.row0.begin(), pl.v.row0.end()));
+  DeviceArray<i64> o0(std::vector<i64>(pl.o.row0.begin(), pl.o.row0.end()));
+  DeviceArray<i64> orows(std::vector<i64>(pl.o_rows.begin(), pl.o_rows.end()));
+  DeviceArray<Acc> q(static_cast<std::size_t>(slices * L * Dk));
+  DeviceArray<Acc> k(static_cast<std::size_t>(slices * S * Dk));
+  DeviceArray<Acc> v(static_cast<std::size_t>(slices * S * Dv));
+  DeviceArray<Acc> s(static_cast<std::size_t>(slices * L * S));
+  DeviceArray<Acc> o(static_cast<std::size_t>(slices * L * Dv));
+  gather<T><<<blocks_for(slices * L * Dk), kThreads>>>(
+      static_cast<const T*>(pl.q.data), q.get(), B, H, 1, L, Dk, q0.get(), valid_q.get(),
+      pl.q.stride_h, pl.q.stride_row, pl.q.stride_d);
+  gather<T><<<blocks_for(slices * S * Dk), kThreads>>>(
+      static_cast<const T*>(pl.k.data), k.get(), B, H, G, S, Dk, k0.get(), valid_kv.get(),
+      pl.k.stride_h, pl.k.stride_row, pl.k.stride_d);
+  gather<T><<<blocks_for(slices * S * Dv), kThreads>>>(
+      static_cast<const T*>(pl.v.data), v.get(), B, H, G, S, Dv, v0.get(), valid_kv.get(),
+      pl.v.stride_h, pl.v.stride_row, pl.v.stride_d);
+  check("gather", cudaGetLastError());
+  // Row-major S (L x S) = Q K^T is column-major S^T = K^T' Q': see the comment of gemm().
+  if (S > 0) {
+    gemm<Acc>(CUBLAS_OP_T, CUBLAS_OP_N, S, L, Dk, k.get(), Dk, S * Dk, q.get(), Dk, L * Dk, s.get(),
+              S, L * S, slices);
+  }
+  RowParams rp{B,
+               H,
+               L,
+               S,
+               pl.scale,
+               pl.softcap,
+               pl.causal,
+               pl.window,
+               pl.window_bottom_right,
+               pl.window_left,
+               pl.window_right,
+               pl.mask,
+               pl.mask_stride[0],
+               pl.mask_stride[1],
+               pl.mask_stride[2],
+               pl.mask_stride[3],
+               pl.dropout_p,
+               pl.dropout_threshold,
+               pl.dropout_seed,
+               pl.dropout_offset};
+  const i64 rows = slices * L;
+  softmax_rows<T><<<static_cast<unsigned>(rows < 65535 ? rows : 65535), kThreads>>>(
+      s.get(), rp, valid_q.get(), valid_kv.get(), pl.mask_data, pl.lse,
+      static_cast<T*>(pl.weights));
+  check("softmax_rows", cudaGetLastError());
+  // Row-major O (L x Dv) = P V is column-major O^T = V^T' P'.
+  if (Dv > 0) {
+    if (S > 0) {
+      gemm<Acc>(CUBLAS_OP_N, CUBLAS_OP_N, Dv, L, S, v.get(), Dv, S * Dv, s.get(), S, L * S, o.get(),
+                Dv, L * Dv, slices);
+    } else {
+      check("cudaMemset",
+            cudaMemset(o.get(), 0, static_cast<std::size_t>(slices * L * Dv) * sizeof(Acc)));
+    }
+    scatter<T><<<blocks_for(slices * L * Dv), kThreads>>>(
+        o.get(), static_cast<T*>(const_cast<void*>(pl.o.data)), B, H, L, Dv, o0.get(), orows.get(),
+        pl.o.stride_h, pl.o.stride_row, pl.o.stride_d);
+    check("scatter", cudaGetLastError());
+  }
+  check("cudaDeviceSynchronize", cudaDeviceSynchronize());
+}
+
+}  // namespace
+
+void run_math_plan(const MathPlan& plan) {
+  switch (plan.dtype) {
+    case 0:
+      return run_typed<float>(plan);
+    case 1:
+      return run_typed<__half>(plan);
+    case 2:
+      return run_typed<__nv_bfloat16>(plan);
+    case 3:
+      return run_typed<double>(plan);
+  }
+  throw std::runtime_error("cuda.math: unknown element type");
+}
+
+}  // namespace sdpa::cuda::detail

@@ -1,0 +1,56 @@
+// cuda.math's problem, flattened for the CUDA translation unit (math_kernel.cu): plain data
+// only, so that nvcc never parses the rest of the project. Built on the host from a Problem
+// and the run's Buffers by make_math_plan() (math.cpp).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace sdpa::cuda::detail {
+
+// One of Q, K, V, O in device memory: element (b, h, i, d) of batch element b's valid rows
+// is at row0[b] + h * stride_h + i * stride_row + d * stride_d.
+struct MathTensor {
+  const void* data = nullptr;      // element 0 (device memory); O is written through it
+  std::int64_t stride_h = 0;       // between heads
+  std::int64_t stride_row = 0;     // between rows (queries or keys)
+  std::int64_t stride_d = 0;       // along the head dimension
+  std::vector<std::int64_t> row0;  // per batch element: offset of its row 0, head 0
+};
+
+struct MathPlan {
+  int dtype = 0;                        // 0 f32, 1 f16, 2 bf16, 3 f64
+  std::int64_t batch = 0;               // B
+  std::int64_t heads_q = 0;             // Hq
+  std::int64_t heads_kv = 0;            // Hkv (Hq % Hkv == 0)
+  std::int64_t len_q = 0;               // L (the maximum)
+  std::int64_t len_kv = 0;              // S (the maximum)
+  std::int64_t dqk = 0;                 // Dqk
+  std::int64_t dv = 0;                  // Dv
+  std::vector<std::int64_t> valid_q;    // L_b per batch element
+  std::vector<std::int64_t> valid_kv;   // S_b per batch element
+  MathTensor q, k, v, o;                // the four tensors
+  std::vector<std::int64_t> o_rows;     // rows of O per batch element: L_b packed, else L
+  double scale = 1;                     // effective logit scale
+  double softcap = 0;                   // c > 0: c * tanh(s / c); 0 = off
+  int causal = 0;                       // 0 none, 1 top-left, 2 bottom-right
+  bool window = false;                  // sliding window on
+  std::int64_t window_left = -1;        // < 0: unbounded
+  std::int64_t window_right = -1;       // < 0: unbounded
+  bool window_bottom_right = false;     // window aligned to the bottom-right diagonal
+  int mask = 0;                         // 0 none, 1 bool (uint8, 1 = attend), 2 additive (dtype)
+  const void* mask_data = nullptr;      // element 0 of the [B, Hq, L, S] mask view
+  std::int64_t mask_stride[4] = {};     // its strides (0 = broadcast)
+  double dropout_p = 0;                 // dropout probability
+  std::uint32_t dropout_threshold = 0;  // keep iff Philox word >= this (core/philox.hpp)
+  std::uint64_t dropout_seed = 0;       // Philox key
+  std::uint64_t dropout_offset = 0;     // Philox counter offset
+  float* lse = nullptr;                 // [B, Hq, L] f32, or null
+  void* weights = nullptr;              // [B, Hq, L, S] in dtype, or null
+};
+
+// Runs the plan on the current CUDA device (cuBLAS GEMMs and the softmax kernel of
+// math_kernel.cu) and waits for it. Throws std::runtime_error naming the failed call.
+void run_math_plan(const MathPlan& plan);
+
+}  // namespace sdpa::cuda::detail
