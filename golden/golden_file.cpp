@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
+#include <mutex>
 #include <stdexcept>
 
 #include "golden/hdf5_util.hpp"
@@ -241,6 +243,27 @@ void try_load(std::map<std::pair<LoadKind, std::string>, RecordedError>& failed,
   }
 }
 
+// The child's report for a file this process has read already, as long as the file is
+// unchanged (same size and modification time): a conformance worker opens the same golden
+// file for each of its cases, and one child read of the whole file is enough.
+std::string checked_once(const std::string& path, const std::function<std::string()>& check) {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> reports;
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  const auto time = std::filesystem::last_write_time(path, ec);
+  std::string key = std::filesystem::absolute(path, ec).string();
+  key += '\n' + std::to_string(size) + '\n' + std::to_string(time.time_since_epoch().count());
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (const auto it = reports.find(key); it != reports.end()) return it->second;
+  }
+  std::string report = check();
+  const std::lock_guard<std::mutex> lock(mutex);
+  reports[key] = report;
+  return report;
+}
+
 }  // namespace
 
 GoldenFile::GoldenFile(const std::string& path, Reading reading) : impl_(std::make_unique<Impl>()) {
@@ -256,18 +279,20 @@ GoldenFile::GoldenFile(const std::string& path, Reading reading) : impl_(std::ma
   if (reading == Reading::isolated) {
     // Every load this object can later make is made once in the child, which reports the
     // ones that failed; a failure of the file itself is rethrown here.
-    const std::string report = read_in_child(path, [&] {
-      const GoldenFile file(path, Reading::in_process);
-      std::map<std::pair<LoadKind, std::string>, RecordedError> failed;
-      for (const auto& id : file.case_ids()) {
-        try_load(failed, LoadKind::sdpa_optional, id,
-                 [&] { (void)file.load(id, Outputs::optional); });
-        try_load(failed, LoadKind::sdpa_required, id, [&] { (void)file.load(id); });
-      }
-      for (const auto& name : file.mha_case_names()) {
-        try_load(failed, LoadKind::mha, name, [&] { (void)file.load_mha(name); });
-      }
-      return encode_failures(failed);
+    const std::string report = checked_once(path, [&] {
+      return read_in_child(path, [&] {
+        const GoldenFile file(path, Reading::in_process);
+        std::map<std::pair<LoadKind, std::string>, RecordedError> failed;
+        for (const auto& id : file.case_ids()) {
+          try_load(failed, LoadKind::sdpa_optional, id,
+                   [&] { (void)file.load(id, Outputs::optional); });
+          try_load(failed, LoadKind::sdpa_required, id, [&] { (void)file.load(id); });
+        }
+        for (const auto& name : file.mha_case_names()) {
+          try_load(failed, LoadKind::mha, name, [&] { (void)file.load_mha(name); });
+        }
+        return encode_failures(failed);
+      });
     });
     try {
       impl_->failed = decode_failures(report);
