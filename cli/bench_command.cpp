@@ -109,27 +109,14 @@ int run(const Options& opt) {
   OutputBuffers out = make_outputs(p);
   // A backend on another memory space (a GPU) gets copies there, made before the timing:
   // the times are the backend's run() alone (which returns when its work is done).
-  const conformance::DeviceMemory* memory = nullptr;
+  std::unique_ptr<conformance::PlacedBuffers> placed;
   try {
-    memory = conformance::device_memory(backend->capabilities().memory);
+    placed =
+        std::make_unique<conformance::PlacedBuffers>(backend->capabilities().memory, p, in, out);
   } catch (const std::runtime_error& e) {
     return fail(std::string(backend->name()) + ": " + e.what());
   }
-  std::vector<std::unique_ptr<conformance::Mirror>> mirrors;
-  auto place = [&](GuardedBuffer& b) -> void* {
-    if (!memory) return b.data();
-    mirrors.push_back(std::make_unique<conformance::Mirror>(*memory, b));
-    return mirrors.back()->data();
-  };
-  Buffers buf;
-  buf.q = place(in.q);
-  buf.k = place(in.k);
-  buf.v = place(in.v);
-  buf.mask = in.mask ? place(*in.mask) : nullptr;
-  buf.o = place(out.o);
-  buf.lse = p.want_lse ? static_cast<float*>(place(out.lse)) : nullptr;
-  buf.weights = p.want_weights ? place(out.weights) : nullptr;
-  buf.memory = backend->capabilities().memory;
+  const Buffers& buf = placed->get();
   const RunOptions ro{opt.threads};
   for (int k = 0; k < opt.warmup; ++k) backend->run(p, buf, device, ro);
   std::vector<std::pair<double, double>> runs;  // (wall seconds, process CPU seconds)

@@ -46,33 +46,9 @@ double ratio_of(double got, double want, double tol, double* abs_err) {
 // are copied back afterwards (conformance/memory_space.hpp).
 void run_backend(const Backend& backend, const Problem& p, InputBuffers& in, OutputBuffers& out,
                  const Device& device, const RunOptions& options) {
-  const MemorySpace space = backend.capabilities().memory;
-  const DeviceMemory* memory = device_memory(space);
-  if (!memory) {
-    const InputPointers ptr = in.pointers();
-    backend.run(p,
-                Buffers{ptr.q, ptr.k, ptr.v, ptr.mask, out.o.data(),
-                        p.want_lse ? static_cast<float*>(out.lse.data()) : nullptr,
-                        p.want_weights ? out.weights.data() : nullptr, MemorySpace::host},
-                device, options);
-    return;
-  }
-  std::vector<std::unique_ptr<Mirror>> mirrors;
-  auto mirror = [&](GuardedBuffer& g) {
-    mirrors.push_back(std::make_unique<Mirror>(*memory, g));
-    return mirrors.back()->data();
-  };
-  Buffers buf;
-  buf.q = mirror(in.q);
-  buf.k = mirror(in.k);
-  buf.v = mirror(in.v);
-  buf.mask = in.mask ? mirror(*in.mask) : nullptr;
-  buf.o = mirror(out.o);
-  buf.lse = p.want_lse ? static_cast<float*>(mirror(out.lse)) : nullptr;
-  buf.weights = p.want_weights ? mirror(out.weights) : nullptr;
-  buf.memory = space;
-  backend.run(p, buf, device, options);
-  for (auto& m : mirrors) m->copy_back();
+  PlacedBuffers placed(backend.capabilities().memory, p, in, out);
+  backend.run(p, placed.get(), device, options);
+  placed.copy_back();
 }
 
 // Running worst element of a case.

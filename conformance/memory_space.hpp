@@ -7,7 +7,9 @@
 
 #include <cstddef>
 #include <memory>
+#include <vector>
 
+#include "core/case_buffers.hpp"
 #include "core/guarded_buffer.hpp"
 #include "kernels/backend.hpp"
 
@@ -43,6 +45,21 @@ class Mirror {
   const DeviceMemory& memory_;
   GuardedBuffer& host_;
   unsigned char* device_ = nullptr;
+};
+
+// The Buffers a backend's run() gets for a case's guarded inputs and outputs: the host
+// buffers themselves for host memory, else a mirror of each in `space` (the judge and the
+// bench share this). copy_back() brings the mirrored regions home; for host memory it does
+// nothing. Throws std::runtime_error as device_memory() does.
+class PlacedBuffers {
+ public:
+  PlacedBuffers(MemorySpace space, const Problem& p, InputBuffers& in, OutputBuffers& out);
+  const Buffers& get() const { return buffers_; }
+  void copy_back();
+
+ private:
+  std::vector<std::unique_ptr<Mirror>> mirrors_;
+  Buffers buffers_;
 };
 
 }  // namespace sdpa::conformance

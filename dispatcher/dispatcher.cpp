@@ -78,7 +78,8 @@ Plan make_plan(const Problem& p, const Device& device, const Policy& policy,
   }
   plan.order = plan.base;
   if (!plan.explicit_priority && policy.heuristics) {
-    plan.rules = apply_rules(p, device, plan.order, rule_set(policy, jagged));
+    plan.rules = apply_rules(p, device, plan.order, rule_set(policy, jagged),
+                             /*promote_models=*/policy.model == PolicyModel::pytorch);
   }
   return plan;
 }
@@ -454,6 +455,14 @@ PytorchComparison compare_with_pytorch(const Problem& p, const Device& device, c
   }
   if (!policy.priority.empty() || policy.enabled || !policy.heuristics) {
     c.why.push_back("the policy's enabled set, priority or rule switch is not PyTorch's default");
+  }
+  if (t.outcome == Outcome::selected && suite.chosen != t.chosen) {
+    const Backend* tb = find_backend(t.chosen);
+    if (tb && tb->capabilities().traits.model_only) {
+      c.why.push_back(t.chosen +
+                      " only models PyTorch's choice (this suite has no kernel for it): the "
+                      "suite's rules never promote it, and it comes last");
+    }
   }
   for (const auto& note : t.front_end) c.why.push_back("PyTorch's front end: " + note);
   if (!t.raises.empty()) {

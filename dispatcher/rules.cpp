@@ -40,14 +40,17 @@ bool is_pytorch_rule(std::string_view name) { return name == "cudnn_preferred"; 
 
 std::vector<RuleFiring> apply_rules(const Problem& p, const Device& device,
                                     std::vector<const Backend*>& order,
-                                    const std::vector<std::string>* only) {
+                                    const std::vector<std::string>* only, bool promote_models) {
   std::vector<RuleFiring> fired;
-  // A rule only promotes backends that run on this kind of device.
+  // A rule only promotes backends that run on this kind of device, and models of another
+  // library's kernel only when asked (promote_models).
   auto fire = [&](std::string name, std::string why,
                   const std::function<bool(const Backend&)>& pick) {
     if (only && std::find(only->begin(), only->end(), name) == only->end()) return;
-    auto moved = promote(
-        order, [&](const Backend& b) { return b.capabilities().device == device.kind && pick(b); });
+    auto moved = promote(order, [&](const Backend& b) {
+      const Capabilities& c = b.capabilities();
+      return c.device == device.kind && (promote_models || !c.traits.model_only) && pick(b);
+    });
     if (!moved.empty()) fired.push_back({std::move(name), std::move(why), std::move(moved)});
   };
   const bool gpu = device.kind == DeviceKind::cuda;

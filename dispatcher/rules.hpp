@@ -36,9 +36,13 @@ inline constexpr std::int64_t kTinyMaxWork = 32768;   // B*Hq*L*S*(Dqk+Dv) <= th
 // Applies every rule to `order` (the enabled backends, first = preferred) in turn; a rule
 // fires when its condition holds and it has at least one backend to promote. Returns the
 // rules that fired, in order.
-// `only`: apply just the rules named there (nullptr: every rule).
+// `only`: apply just the rules named there (nullptr: every rule). `promote_models`: a rule
+// may promote a backend that only models another library's kernel (Traits::model_only, as
+// cuda.cudnn); the PyTorch policy sets it, the suite policy does not, so that its rules
+// never put a backend without a kernel first (registry order has such backends last).
 std::vector<RuleFiring> apply_rules(const Problem& p, const Device& device,
                                     std::vector<const Backend*>& order,
-                                    const std::vector<std::string>* only = nullptr);
+                                    const std::vector<std::string>* only = nullptr,
+                                    bool promote_models = false);
 
 }  // namespace sdpa::dispatcher

@@ -73,6 +73,9 @@ struct Traits {
                              // (PyTorch's flash and memory-efficient kernels)
   bool isa_targets = false;  // has one code path per CPU ISA target (IsaTarget): a run over
                              // every target runs it once per target
+  bool model_only = false;   // describes another library's kernel for the picker (PyTorch's
+                             // cuDNN choice); the suite has no kernel for it and run() throws.
+                             // The suite policy never selects it; the PyTorch policy does
 };
 
 // What a backend can do, as data. A field left at its default imposes no restriction.

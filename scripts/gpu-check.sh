@@ -13,7 +13,7 @@
 set -uo pipefail
 out=${OUT:-gpu-check}
 build=build/gpu
-backends=cuda.math
+backends=cuda.flash,cuda.mem_efficient,cuda.math
 jobs=8
 quick=0
 while [ $# -gt 0 ]; do

@@ -57,8 +57,15 @@ void check_packed_nonempty(const Problem& p, Support& s) {
   }
 }
 
-void no_kernels(std::string_view backend) {
-  throw std::runtime_error(std::string(backend) + ": this build has no CUDA kernels");
+void no_kernels(std::string_view backend, bool model_only) {
+  if (model_only) {
+    throw std::runtime_error(std::string(backend) +
+                             ": no kernel: it models PyTorch's choice of a kernel this suite "
+                             "does not have");
+  }
+  throw std::runtime_error(std::string(backend) +
+                           ": this build has no CUDA kernels (configure with SDPA_CTS_CUDA=ON "
+                           "where nvcc is installed)");
 }
 
 PrecisionContract fused_precision(DType dtype, std::int64_t key_block) {

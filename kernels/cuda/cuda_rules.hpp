@@ -25,8 +25,9 @@ void check_mask_last_dim_stride(const Problem& p, Support& s);
 // Packed variable-length rows: no batch element may have an empty query or key sequence.
 void check_packed_nonempty(const Problem& p, Support& s);
 
-// The throwing run() of a descriptor backend.
-[[noreturn]] void no_kernels(std::string_view backend);
+// The throwing run() of a descriptor backend: a model without a kernel anywhere, or a
+// backend whose kernel is not in this build (CUDA off).
+[[noreturn]] void no_kernels(std::string_view backend, bool model_only);
 
 // Precision contract shared by the fused kernels: accumulate in f32 (f64 for f64), P
 // rounded to the input type before PV, online softmax over key blocks of `key_block`.

@@ -1,5 +1,6 @@
 // cuda.cudnn: PyTorch's CUDNN_ATTENTION rules (can_use_cudnn_attention in its
-// cuda/sdp_utils.cpp), docs/DISPATCH.md.
+// cuda/sdp_utils.cpp), docs/DISPATCH.md. A model of PyTorch's choice only (Traits::model_only):
+// the suite has no cuDNN kernel, run() throws, and the suite policy never selects it.
 // cuDNN versions are encoded major * 10000 + minor * 100 + patch (9.16.0 = 91600).
 #include <cmath>
 
@@ -32,8 +33,9 @@ Capabilities cudnn_caps() {
   c.deterministic = false;  // "cuDNN SDPA is not deterministic."
   c.batch_invariant = false;
   c.memory = MemorySpace::cuda_device;
-  c.traits.cudnn = true;      // PyTorch puts cuDNN first on sm9x / sm10x (rule cudnn_preferred)
-  c.traits.fused_mha = true;  // native multi-head attention hands SDPA to cuDNN too
+  c.traits.cudnn = true;       // PyTorch puts cuDNN first on sm9x / sm10x (rule cudnn_preferred)
+  c.traits.fused_mha = true;   // native multi-head attention hands SDPA to cuDNN too
+  c.traits.model_only = true;  // no cuDNN kernel in this suite: PyTorch's choice, modelled
   return c;
 }
 

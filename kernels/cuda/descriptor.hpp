@@ -15,7 +15,7 @@ class DescriptorBackend : public Backend {
   std::string_view name() const override { return name_; }
   const Capabilities& capabilities() const override { return caps_; }
   void run(const Problem&, const Buffers&, const Device&, const RunOptions&) const override {
-    no_kernels(name_);
+    no_kernels(name_, caps_.traits.model_only);
   }
 
  private:

@@ -1,6 +1,8 @@
 // cuda.flash: PyTorch's FLASH_ATTENTION rules (can_use_flash_attention in its
-// cuda/sdp_utils.cpp), docs/DISPATCH.md.
+// cuda/sdp_utils.cpp), docs/DISPATCH.md; with CUDA in the build, run() is the
+// FlashAttention-2 style tensor-core kernel of flash_kernel.cu.
 #include "kernels/cuda/descriptor.hpp"
+#include "kernels/cuda/plan_builder.hpp"
 
 namespace sdpa::cuda {
 namespace {
@@ -15,12 +17,15 @@ Capabilities flash_caps() {
   c.additive_mask = false;
   c.causal_top_left = true;      // only with L == S (refined in supports())
   c.causal_bottom_right = true;  // FlashAttention-2's native alignment
-  c.window = false;              // not reachable through PyTorch's SDPA
-  c.softcap = false;             // not reachable through PyTorch's SDPA (FA2 2.5.7)
-  c.dropout = true;              // any p
-  c.gqa = true;                  // Hk == Hv always holds here
-  c.padded_seqlens = false;      // PyTorch's SDPA has no per-batch lengths on dense inputs
-  c.packed_seqlens = true;       // jagged NestedTensor / cu_seqlens
+  // Windows, softcap and per-batch lengths on padded rows: the kernel computes them (as
+  // FlashAttention-2 does); PyTorch's SDPA cannot express them, and the PyTorch policy's
+  // front end rejects them before its picker (docs/DISPATCH.md, section 11).
+  c.window = true;
+  c.softcap = true;
+  c.dropout = true;  // any p
+  c.gqa = true;      // Hk == Hv always holds here
+  c.padded_seqlens = true;
+  c.packed_seqlens = true;  // jagged NestedTensor / cu_seqlens
   c.lse_output = true;
   c.weights_output = false;
   c.last_dim_contiguous = true;  // except a head dim of 1 (refined in supports())
@@ -59,6 +64,13 @@ class Flash final : public detail::DescriptorBackend {
     }
     return s;
   }
+
+#ifdef SDPA_CTS_HAVE_CUDA
+  void run(const Problem& p, const Buffers& buf, const Device& device,
+           const RunOptions&) const override {
+    detail::run_flash_plan(detail::make_plan(p, buf), detail::launch_device(device));
+  }
+#endif
 
  private:
   // FlashAttention-2 aligns causal masks bottom-right; a top-left mask only means the same

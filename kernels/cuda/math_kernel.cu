@@ -7,9 +7,6 @@
 //
 // UNVERIFIED ON HARDWARE until scripts/gpu-check.sh has run on a GPU (docs/KERNELS.md).
 #include <cublas_v2.h>
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
 #include <math_constants.h>
 
 #include <climits>
@@ -17,75 +14,20 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cuda/math_plan.hpp"
+#include "kernels/cuda/device_common.cuh"
 
 namespace sdpa::cuda::detail {
 namespace {
 
-using i64 = long long;
+constexpr const char* kBackend = "cuda.math";
 
-void check(const char* what, cudaError_t e) {
-  if (e != cudaSuccess) {
-    throw std::runtime_error(std::string("cuda.math: ") + what + ": " + cudaGetErrorName(e) + " (" +
-                             cudaGetErrorString(e) + ")");
-  }
-}
+void check(const char* what, cudaError_t e) { check_cuda(kBackend, what, e); }
 
 void check(const char* what, cublasStatus_t s) {
   if (s != CUBLAS_STATUS_SUCCESS) {
     throw std::runtime_error(std::string("cuda.math: ") + what + ": " + cublasGetStatusString(s));
   }
 }
-
-// Device memory for n elements, freed on scope exit.
-template <class T>
-class DeviceArray {
- public:
-  explicit DeviceArray(std::size_t n) {
-    check("cudaMalloc", cudaMalloc(&p_, (n ? n : 1) * sizeof(T)));
-  }
-  explicit DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) {
-    if (!host.empty()) {
-      check("cudaMemcpy",
-            cudaMemcpy(p_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-    }
-  }
-  ~DeviceArray() { cudaFree(p_); }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-  T* get() const { return p_; }
-
- private:
-  T* p_ = nullptr;
-};
-
-// Element type T and its accumulation type.
-template <class T>
-struct Io;
-template <>
-struct Io<float> {
-  using Acc = float;
-  static __device__ float in(float x) { return x; }
-  static __device__ float out(float x) { return x; }
-};
-template <>
-struct Io<__half> {
-  using Acc = float;
-  static __device__ float in(__half x) { return __half2float(x); }
-  static __device__ __half out(float x) { return __float2half_rn(x); }
-};
-template <>
-struct Io<__nv_bfloat16> {
-  using Acc = float;
-  static __device__ float in(__nv_bfloat16 x) { return __bfloat162float(x); }
-  static __device__ __nv_bfloat16 out(float x) { return __float2bfloat16_rn(x); }
-};
-template <>
-struct Io<double> {
-  using Acc = double;
-  static __device__ double in(double x) { return x; }
-  static __device__ double out(double x) { return x; }
-};
 
 constexpr int kThreads = 128;  // per block: softmax rows and the element-wise kernels
 
@@ -131,55 +73,17 @@ __global__ void scatter(const typename Io<T>::Acc* src, T* dst, i64 batch, i64 h
   }
 }
 
-// Philox4x32-10, first output word (core/philox.hpp).
-__device__ unsigned philox_word0(unsigned long long counter, unsigned long long seed) {
-  unsigned c0 = static_cast<unsigned>(counter), c1 = static_cast<unsigned>(counter >> 32), c2 = 0,
-           c3 = 0;
-  unsigned k0 = static_cast<unsigned>(seed), k1 = static_cast<unsigned>(seed >> 32);
-  for (int round = 0; round < 10; ++round) {
-    if (round > 0) {
-      k0 += 0x9E3779B9u;
-      k1 += 0xBB67AE85u;
-    }
-    const unsigned long long p0 = 0xD2511F53ull * c0;
-    const unsigned long long p1 = 0xCD9E8D57ull * c2;
-    const unsigned hi0 = static_cast<unsigned>(p0 >> 32), lo0 = static_cast<unsigned>(p0);
-    const unsigned hi1 = static_cast<unsigned>(p1 >> 32), lo1 = static_cast<unsigned>(p1);
-    const unsigned n0 = hi1 ^ c1 ^ k0, n2 = hi0 ^ c3 ^ k1;
-    c0 = n0;
-    c1 = lo1;
-    c2 = n2;
-    c3 = lo0;
-  }
-  return c0;
-}
-
 // What the softmax kernel needs of the plan (by value: a kernel argument).
 struct RowParams {
   i64 batch, heads, len_q, len_kv;
   double scale, softcap;
-  int causal;
-  bool window, window_br;
-  i64 window_left, window_right;
+  Structure structure;
   int mask;
   i64 ms0, ms1, ms2, ms3;
   double dropout_p;
   unsigned threshold;
   unsigned long long seed, offset;
 };
-
-// The structural masks of SEMANTICS.md for valid lengths (lq, skv).
-__device__ bool structurally_allowed(const RowParams& p, i64 i, i64 j, i64 lq, i64 skv) {
-  const i64 br = skv - lq;
-  if (p.causal == 1 && j > i) return false;
-  if (p.causal == 2 && j > i + br) return false;
-  if (p.window) {
-    const i64 off = p.window_br ? br : 0;
-    if (p.window_left >= 0 && j < i + off - p.window_left) return false;
-    if (p.window_right >= 0 && j > i + off + p.window_right) return false;
-  }
-  return true;
-}
 
 struct MaxOp {
   template <class Acc>
@@ -226,7 +130,7 @@ __global__ void softmax_rows(typename Io<T>::Acc* scores, RowParams p, const i64
     Acc m = neg_inf, any = 0, nan = 0;
     for (i64 j = threadIdx.x; j < S; j += blockDim.x) {
       Acc x = neg_inf;
-      if (i < lq && j < skv && structurally_allowed(p, i, j, lq, skv)) {
+      if (i < lq && j < skv && structurally_allowed(p.structure, i, j, lq, skv)) {
         const i64 mo = b * p.ms0 + h * p.ms1 + i * p.ms2 + j * p.ms3;
         if (p.mask != 1 || static_cast<const unsigned char*>(mask)[mo] != 0) {
           x = static_cast<Acc>(p.scale) * row[j];
@@ -316,33 +220,28 @@ void gemm(cublasOperation_t ta, cublasOperation_t tb, i64 m, i64 n, i64 k, const
 }
 
 template <class T>
-void run_typed(const MathPlan& pl) {
+void run_typed(const AttentionPlan& pl) {
   using Acc = typename Io<T>::Acc;
   const i64 B = pl.batch, H = pl.heads_q, G = pl.heads_q / (pl.heads_kv > 0 ? pl.heads_kv : 1);
   const i64 L = pl.len_q, S = pl.len_kv, Dk = pl.dqk, Dv = pl.dv;
   const i64 slices = B * H;
   if (slices == 0 || L == 0) return;
-  DeviceArray<i64> valid_q(std::vector<i64>(pl.valid_q.begin(), pl.valid_q.end()));
-  DeviceArray<i64> valid_kv(std::vector<i64>(pl.valid_kv.begin(), pl.valid_kv.end()));
-  DeviceArray<i64> q0(std::vector<i64>(pl.q.row0.begin(), pl.q.row0.end()));
-  DeviceArray<i64> k0(std::vector<i64>(pl.k.row0.begin(), pl.k.row0.end()));
-  DeviceArray<i64> v0(std::vector<i64>(pl.v.row0.begin(), pl.v.row0.end()));
-  DeviceArray<i64> o0(std::vector<i64>(pl.o.row0.begin(), pl.o.row0.end()));
-  DeviceArray<i64> orows(std::vector<i64>(pl.o_rows.begin(), pl.o_rows.end()));
-  DeviceArray<Acc> q(static_cast<std::size_t>(slices * L * Dk));
-  DeviceArray<Acc> k(static_cast<std::size_t>(slices * S * Dk));
-  DeviceArray<Acc> v(static_cast<std::size_t>(slices * S * Dv));
-  DeviceArray<Acc> s(static_cast<std::size_t>(slices * L * S));
-  DeviceArray<Acc> o(static_cast<std::size_t>(slices * L * Dv));
+  const DeviceBatchArrays batch_arrays(kBackend, pl);
+  const BatchArrays& ba = batch_arrays.get();
+  DeviceArray<Acc> q(kBackend, static_cast<std::size_t>(slices * L * Dk));
+  DeviceArray<Acc> k(kBackend, static_cast<std::size_t>(slices * S * Dk));
+  DeviceArray<Acc> v(kBackend, static_cast<std::size_t>(slices * S * Dv));
+  DeviceArray<Acc> s(kBackend, static_cast<std::size_t>(slices * L * S));
+  DeviceArray<Acc> o(kBackend, static_cast<std::size_t>(slices * L * Dv));
   gather<T><<<blocks_for(slices * L * Dk), kThreads>>>(
-      static_cast<const T*>(pl.q.data), q.get(), B, H, 1, L, Dk, q0.get(), valid_q.get(),
-      pl.q.stride_h, pl.q.stride_row, pl.q.stride_d);
+      static_cast<const T*>(pl.q.data), q.get(), B, H, 1, L, Dk, ba.q0, ba.valid_q, pl.q.stride_h,
+      pl.q.stride_row, pl.q.stride_d);
   gather<T><<<blocks_for(slices * S * Dk), kThreads>>>(
-      static_cast<const T*>(pl.k.data), k.get(), B, H, G, S, Dk, k0.get(), valid_kv.get(),
-      pl.k.stride_h, pl.k.stride_row, pl.k.stride_d);
+      static_cast<const T*>(pl.k.data), k.get(), B, H, G, S, Dk, ba.k0, ba.valid_kv, pl.k.stride_h,
+      pl.k.stride_row, pl.k.stride_d);
   gather<T><<<blocks_for(slices * S * Dv), kThreads>>>(
-      static_cast<const T*>(pl.v.data), v.get(), B, H, G, S, Dv, v0.get(), valid_kv.get(),
-      pl.v.stride_h, pl.v.stride_row, pl.v.stride_d);
+      static_cast<const T*>(pl.v.data), v.get(), B, H, G, S, Dv, ba.v0, ba.valid_kv, pl.v.stride_h,
+      pl.v.stride_row, pl.v.stride_d);
   check("gather", cudaGetLastError());
   // Row-major S (L x S) = Q K^T is column-major S^T = K^T' Q': see the comment of gemm().
   if (S > 0) {
@@ -355,11 +254,7 @@ void run_typed(const MathPlan& pl) {
                S,
                pl.scale,
                pl.softcap,
-               pl.causal,
-               pl.window,
-               pl.window_bottom_right,
-               pl.window_left,
-               pl.window_right,
+               structure_of(pl),
                pl.mask,
                pl.mask_stride[0],
                pl.mask_stride[1],
@@ -371,8 +266,7 @@ void run_typed(const MathPlan& pl) {
                pl.dropout_offset};
   const i64 rows = slices * L;
   softmax_rows<T><<<static_cast<unsigned>(rows < 65535 ? rows : 65535), kThreads>>>(
-      s.get(), rp, valid_q.get(), valid_kv.get(), pl.mask_data, pl.lse,
-      static_cast<T*>(pl.weights));
+      s.get(), rp, ba.valid_q, ba.valid_kv, pl.mask_data, pl.lse, static_cast<T*>(pl.weights));
   check("softmax_rows", cudaGetLastError());
   // Row-major O (L x Dv) = P V is column-major O^T = V^T' P'.
   if (Dv > 0) {
@@ -384,7 +278,7 @@ void run_typed(const MathPlan& pl) {
             cudaMemset(o.get(), 0, static_cast<std::size_t>(slices * L * Dv) * sizeof(Acc)));
     }
     scatter<T><<<blocks_for(slices * L * Dv), kThreads>>>(
-        o.get(), static_cast<T*>(const_cast<void*>(pl.o.data)), B, H, L, Dv, o0.get(), orows.get(),
+        o.get(), static_cast<T*>(const_cast<void*>(pl.o.data)), B, H, L, Dv, ba.o0, ba.o_rows,
         pl.o.stride_h, pl.o.stride_row, pl.o.stride_d);
     check("scatter", cudaGetLastError());
   }
@@ -393,7 +287,7 @@ void run_typed(const MathPlan& pl) {
 
 }  // namespace
 
-void run_math_plan(const MathPlan& plan) {
+void run_math_plan(const AttentionPlan& plan) {
   switch (plan.dtype) {
     case 0:
       return run_typed<float>(plan);

@@ -1,6 +1,8 @@
 // cuda.mem_efficient: PyTorch's EFFICIENT_ATTENTION rules (can_use_mem_efficient_attention
-// in its cuda/sdp_utils.cpp), docs/DISPATCH.md.
+// in its cuda/sdp_utils.cpp), docs/DISPATCH.md; with CUDA in the build, run() is the SIMT
+// kernel of mem_efficient_kernel.cu.
 #include "kernels/cuda/descriptor.hpp"
+#include "kernels/cuda/plan_builder.hpp"
 
 namespace sdpa::cuda {
 namespace {
@@ -46,8 +48,15 @@ class MemEfficient final : public detail::DescriptorBackend {
  public:
   MemEfficient() : DescriptorBackend("cuda.mem_efficient", mem_efficient_caps()) {}
 
-  PrecisionContract precision(DType dtype) const override {
-    return detail::fused_precision(dtype, 64);
+  // The kernel (mem_efficient_kernel.cu) keeps P in f32 (it is SIMT, not tensor-core) and
+  // rescales once per chunk of 32 keys.
+  PrecisionContract precision(DType) const override {
+    PrecisionContract c;
+    c.accumulate = DType::f32;
+    c.p_type = DType::f32;
+    c.online_softmax = true;
+    c.key_block = 32;
+    return c;
   }
 
   Support supports(const Problem& p, const Device& device) const override {
@@ -89,6 +98,13 @@ class MemEfficient final : public detail::DescriptorBackend {
     detail::check_packed_nonempty(p, s);
     return s;
   }
+
+#ifdef SDPA_CTS_HAVE_CUDA
+  void run(const Problem& p, const Buffers& buf, const Device& device,
+           const RunOptions&) const override {
+    detail::run_mem_efficient_plan(detail::make_plan(p, buf), detail::launch_device(device));
+  }
+#endif
 };
 
 }  // namespace

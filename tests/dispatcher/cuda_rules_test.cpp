@@ -55,16 +55,40 @@ TEST(CudaRules, EveryDescriptorDeclinesACpuDeviceWithOneReason) {
   }
 }
 
-TEST(CudaRules, RunThrowsUntilKernelsExist) {
-  // cuda.math has a kernel in a build with CUDA (its runs are the GPU check's).
-  std::vector<const Backend*> without = {&flash, &mem, &cudnn};
-  if (!cuda_runtime::linked()) without.push_back(&math);
-  for (const Backend* b : without) {
+TEST(CudaRules, CudnnIsAModelWithoutAKernel) {
+  EXPECT_TRUE(cudnn.capabilities().traits.model_only);
+  for (const Backend* b : {&flash, &mem, &math}) EXPECT_FALSE(b->capabilities().traits.model_only);
+  try {
+    cudnn.run(problem(kBase), Buffers{}, device("sm90"), RunOptions{});
+    FAIL() << "cuda.cudnn ran";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "cuda.cudnn: no kernel: it models PyTorch's choice of a kernel this suite does not "
+              "have");
+  }
+}
+
+// Without the CUDA runtime in the build, the kernels' run() says so; with it and no GPU,
+// each names itself and the CUDA error (never a crash).
+TEST(CudaRules, RunWithoutAGpuIsAClearError) {
+  std::string why;
+  if (cuda_runtime::linked() && cuda_runtime::probe(&why)) {
+    GTEST_SKIP() << "a GPU is present: its kernels run (scripts/gpu-check.sh judges them)";
+  }
+  for (const Backend* b : {&flash, &mem, &math}) {
     try {
       b->run(problem(kBase), Buffers{}, device("sm80"), RunOptions{});
       FAIL() << b->name() << " ran";
     } catch (const std::runtime_error& e) {
-      EXPECT_EQ(std::string(e.what()), std::string(b->name()) + ": this build has no CUDA kernels");
+      const std::string what = e.what();
+      EXPECT_EQ(what.rfind(std::string(b->name()) + ": ", 0), 0u) << what;
+      if (!cuda_runtime::linked()) {
+        EXPECT_EQ(what, std::string(b->name()) +
+                            ": this build has no CUDA kernels (configure with SDPA_CTS_CUDA=ON "
+                            "where nvcc is installed)");
+      } else {
+        EXPECT_NE(what.find("cuda"), std::string::npos) << what;
+      }
     }
   }
 }
@@ -89,8 +113,12 @@ TEST(CudaRules, PrecisionContracts) {
   EXPECT_EQ(flash.precision(DType::bf16).p_type, DType::bf16);
   EXPECT_EQ(flash.precision(DType::f16).accumulate, DType::f32);
   EXPECT_TRUE(flash.precision(DType::f16).online_softmax);
+  EXPECT_EQ(flash.precision(DType::bf16).key_block, 64);
+  // cuda.mem_efficient's kernel is SIMT f32: P stays f32, a rescale per 32 keys.
   EXPECT_EQ(mem.precision(DType::f32).p_type, DType::f32);
-  EXPECT_EQ(mem.precision(DType::f64).accumulate, DType::f64);
+  EXPECT_EQ(mem.precision(DType::bf16).p_type, DType::f32);
+  EXPECT_EQ(mem.precision(DType::f16).accumulate, DType::f32);
+  EXPECT_EQ(mem.precision(DType::f16).key_block, 32);
   EXPECT_EQ(math.precision(DType::f16).p_type, DType::f32);
   EXPECT_FALSE(math.precision(DType::f16).online_softmax);
   EXPECT_EQ(cudnn.precision(DType::f16).p_type, DType::f16);
@@ -165,11 +193,16 @@ TEST(CudaFlash, CausalAlignment) {
 }
 
 TEST(CudaFlash, FeaturesPyTorchSdpaDoesNotExpose) {
-  EXPECT_TRUE(declines_with(flash, "b1.hq2.l16.s16.dqk64.f16.win=4_0_br.seed1.gen=normal", "sm80",
+  // The kernel computes windows, softcap and padded lengths (PyTorch's SDPA cannot express
+  // them: the PyTorch policy's front end rejects them before the picker).
+  EXPECT_TRUE(accepts(flash, "b1.hq2.l16.s16.dqk64.f16.win=4_0_br.seed1.gen=normal", "sm80"));
+  EXPECT_TRUE(accepts(flash, "b1.hq2.l16.s16.dqk64.f16.softcap=30.seed1.gen=normal", "sm80"));
+  EXPECT_TRUE(accepts(flash, "b2.hq2.l16.s16.dqk64.f16.kvlen=5_16.seed1.gen=normal", "sm80"));
+  EXPECT_TRUE(declines_with(mem, "b1.hq2.l16.s16.dqk64.f16.win=4_0_br.seed1.gen=normal", "sm80",
                             "sliding windows are not supported"));
-  EXPECT_TRUE(declines_with(flash, "b1.hq2.l16.s16.dqk64.f16.softcap=30.seed1.gen=normal", "sm80",
+  EXPECT_TRUE(declines_with(mem, "b1.hq2.l16.s16.dqk64.f16.softcap=30.seed1.gen=normal", "sm80",
                             "softcap is not supported"));
-  EXPECT_TRUE(declines_with(flash, "b2.hq2.l16.s16.dqk64.f16.kvlen=5_16.seed1.gen=normal", "sm80",
+  EXPECT_TRUE(declines_with(mem, "b2.hq2.l16.s16.dqk64.f16.kvlen=5_16.seed1.gen=normal", "sm80",
                             "per-batch sequence lengths are not supported"));
   EXPECT_TRUE(declines_with(flash, "b1.hq2.l16.s16.dqk64.f16.attnw.seed1.gen=normal", "sm80",
                             "the attention-weights output is not supported"));

@@ -123,38 +123,53 @@ TEST(Explain, DecodeSplitKv) {
   EXPECT_EQ(explain("b1.hq2.l1.s1024.dqk64.f32", "cpu-avx2:cores=3").chosen, "cpu.mem_efficient");
 }
 
+Policy pytorch_policy() {
+  Policy p;
+  p.model = dispatcher::PolicyModel::pytorch;
+  return p;
+}
+
 TEST(Explain, CudnnPreferredThenDecodeOnSm90) {
-  const auto e = explain("b1.hq8.l1.s4096.dqk128.f16", "sm90");
-  ASSERT_EQ(e.rules.size(), 2u);
-  EXPECT_EQ(e.rules[0].name, "cudnn_preferred");
-  EXPECT_EQ(e.rules[0].why,
+  // PyTorch's policy: cuDNN first, and it takes the decode shape.
+  const auto t = explain("b1.hq8.l1.s4096.dqk128.f16", "sm90", pytorch_policy());
+  ASSERT_EQ(t.rules.size(), 1u);
+  EXPECT_EQ(t.rules[0].name, "cudnn_preferred");
+  EXPECT_EQ(t.rules[0].why,
             "sm90 with cuDNN 9.16.0 > 9.15.0: PyTorch puts cuDNN first on sm9x / sm10x");
-  EXPECT_EQ(e.rules[0].promoted, (std::vector<std::string>{"cuda.cudnn"}));
-  EXPECT_EQ(e.rules[1].name, "decode_split_kv");
-  EXPECT_EQ(e.rules[1].promoted, (std::vector<std::string>{"cuda.flash"})) << "GPU backends only";
+  EXPECT_EQ(t.rules[0].promoted, (std::vector<std::string>{"cuda.cudnn"}));
+  EXPECT_EQ(t.chosen, "cuda.cudnn");
+  // The suite policy: cuda.cudnn only models PyTorch's choice, so cudnn_preferred has nothing
+  // to promote and does not fire; decode_split_kv puts cuda.flash first.
+  const auto e = explain("b1.hq8.l1.s4096.dqk128.f16", "sm90");
+  ASSERT_EQ(e.rules.size(), 1u);
+  EXPECT_EQ(e.rules[0].name, "decode_split_kv");
+  EXPECT_EQ(e.rules[0].promoted, (std::vector<std::string>{"cuda.flash"})) << "GPU backends only";
   EXPECT_EQ(e.chosen, "cuda.flash");
   EXPECT_EQ(e.order[0], "cuda.flash");
-  EXPECT_EQ(e.order[1], "cuda.cudnn");
-  const auto& cudnn = verdict(e, "cuda.cudnn");
-  EXPECT_EQ(cudnn.verdict, Verdict::not_preferred);
-  EXPECT_EQ(
-      cudnn.reasons[0],
-      "eligible, but rule decode_split_kv put cuda.flash first: decode shape L=1 <= 4, "
-      "S=4096 >= 256 and B*Hq=8 < 132 SMs: split-KV backends spread the keys over the device");
+  EXPECT_EQ(e.order.back(), "cuda.cudnn");
+  EXPECT_EQ(verdict(e, "cuda.cudnn").verdict, Verdict::lower_priority);
   EXPECT_EQ(verdict(e, "cuda.mem_efficient").verdict, Verdict::lower_priority);
+}
+
+TEST(Explain, TheSuitePolicyNeverPromotesAModel) {
+  const auto e = explain("b2.hq8.l128.s128.dqk64.bf16", "sm90");
+  EXPECT_TRUE(e.rules.empty());
+  EXPECT_EQ(e.chosen, "cuda.flash");
+  EXPECT_EQ(explain("b2.hq8.l128.s128.dqk64.bf16", "sm90", pytorch_policy()).chosen, "cuda.cudnn");
 }
 
 TEST(Explain, CudnnPreferredConditions) {
   const std::string id = "b2.hq8.l128.s128.dqk64.f16";
-  EXPECT_EQ(explain(id, "sm90").rules.size(), 1u);
-  EXPECT_EQ(explain(id, "sm100").rules.size(), 1u);
-  EXPECT_EQ(explain(id, "sm103").rules.size(), 1u);
-  EXPECT_TRUE(explain(id, "sm101").rules.empty()) << "minor 1 below CUDA 13";
-  EXPECT_EQ(explain(id, "sm101:cuda=13.0").rules.size(), 1u);
-  EXPECT_TRUE(explain(id, "sm90:cudnn=9.15.0").rules.empty());
-  EXPECT_TRUE(explain(id, "sm89").rules.empty());
-  EXPECT_TRUE(explain(id, "sm121").rules.empty());
-  Policy p;
+  const Policy torch = pytorch_policy();
+  EXPECT_EQ(explain(id, "sm90", torch).rules.size(), 1u);
+  EXPECT_EQ(explain(id, "sm100", torch).rules.size(), 1u);
+  EXPECT_EQ(explain(id, "sm103", torch).rules.size(), 1u);
+  EXPECT_TRUE(explain(id, "sm101", torch).rules.empty()) << "minor 1 below CUDA 13";
+  EXPECT_EQ(explain(id, "sm101:cuda=13.0", torch).rules.size(), 1u);
+  EXPECT_TRUE(explain(id, "sm90:cudnn=9.15.0", torch).rules.empty());
+  EXPECT_TRUE(explain(id, "sm89", torch).rules.empty());
+  EXPECT_TRUE(explain(id, "sm121", torch).rules.empty());
+  Policy p = torch;
   p.enabled = std::vector<std::string>{"cuda.flash"};
   EXPECT_TRUE(explain(id, "sm90", p).rules.empty()) << "nothing to promote: the rule does not fire";
 }
@@ -245,6 +260,22 @@ TEST(Rules, PromoteByTraitsNotByName) {
   ASSERT_FALSE(fired.empty());
   EXPECT_EQ(fired[0].name, "cudnn_preferred");
   EXPECT_EQ(order.front(), &graph);
+
+  // A model of another library's kernel is promoted only when the caller asks.
+  const auto model = make("vendor.model", DeviceKind::cuda, [](Traits& t) {
+    t.cudnn = true;
+    t.model_only = true;
+  });
+  order = {&named, &model};
+  fired = dispatcher::apply_rules(testing::problem("b4.hq8.l512.s512.dqk64.f16.seed1"),
+                                  testing::device("sm90"), order);
+  EXPECT_TRUE(fired.empty());
+  EXPECT_EQ(order.front(), &named);
+  fired = dispatcher::apply_rules(testing::problem("b4.hq8.l512.s512.dqk64.f16.seed1"),
+                                  testing::device("sm90"), order, nullptr,
+                                  /*promote_models=*/true);
+  ASSERT_FALSE(fired.empty());
+  EXPECT_EQ(order.front(), &model);
 }
 
 }  // namespace

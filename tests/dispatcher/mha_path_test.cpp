@@ -163,9 +163,16 @@ TEST(MhaPath, FastPathMaterializes) {
             "the SDPA picker chose cuda.math, not flash, mem-efficient or cuDNN: native "
             "multi-head attention uses bmm and a masked softmax");
   EXPECT_FALSE(p.reaches_sdpa);
-  // Newer PyTorch hands the native path's SDPA call to cuDNN too.
-  p = pick(kFast, "sm90");
+  // Newer PyTorch hands the native path's SDPA call to cuDNN too (the PyTorch policy); the
+  // suite policy takes the next backend with a kernel.
+  dispatcher::Policy torch;
+  torch.model = dispatcher::PolicyModel::pytorch;
+  p = dispatcher::pick_mha_path(reference::parse_mha_spec_or_throw(kFast), testing::device("sm90"),
+                                torch, testing::test_registry());
   EXPECT_EQ(p.sdpa.chosen, "cuda.cudnn");
+  EXPECT_EQ(p.route, MhaRoute::fast_sdpa);
+  p = pick(kFast, "sm90");
+  EXPECT_EQ(p.sdpa.chosen, "cuda.flash");
   EXPECT_EQ(p.route, MhaRoute::fast_sdpa);
   p = pick(kFast, "cpu-avx2");
   EXPECT_EQ(p.route, MhaRoute::fast_materialized);

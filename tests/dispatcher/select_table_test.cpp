@@ -15,7 +15,8 @@ using dispatcher::Policy;
 struct Row {
   std::string case_id;  // without seed and generator
   std::string device;   // a --device name
-  std::string policy;   // "" default, "only=a,b", "prio=a,b", "none", "norules", "det"
+  std::string policy;   // "" default, "only=a,b", "prio=a,b", "none", "norules", "det",
+                        // "pytorch" (the PyTorch policy's model)
   std::string expect;   // backend name, "error:none" (none viable), "error:disabled" (none enabled)
 };
 
@@ -39,6 +40,8 @@ Policy make_policy(const std::string& spec) {
     p.heuristics = false;
   } else if (spec == "det") {
     p.require_deterministic = true;
+  } else if (spec == "pytorch") {
+    p.model = dispatcher::PolicyModel::pytorch;
   } else if (!spec.empty()) {
     throw std::invalid_argument("bad policy spec in the table: " + spec);
   }
@@ -71,9 +74,10 @@ const std::vector<Row>& rows() {
       {C + ".f16.p0.1", "sm80", "", "cuda.flash"},
       {"b2.hq8.hkv2.l128.s128.dqk64.f16", "sm80", "", "cuda.flash"},
       {C + ".f32.off=2", "sm80", "", "cuda.math"},
-      {C + ".f16.softcap=30", "sm80", "", "cuda.math"},
-      {C + ".f16.win=16_0_br", "sm80", "", "cuda.math"},
-      {C + ".f16.kvlen=100_128", "sm80", "", "cuda.math"},
+      {C + ".f16.softcap=30", "sm80", "", "cuda.flash"},  // the kernel computes them
+      {C + ".f16.win=16_0_br", "sm80", "", "cuda.flash"},
+      {C + ".f16.kvlen=100_128", "sm80", "", "cuda.flash"},
+      {C + ".f32.kvlen=100_128", "sm80", "", "cuda.math"},
       {C + ".f16." + P, "sm80", "", "cuda.flash"},
       {"b2.hq8.l128.s128.dqk60.f16." + P, "sm80", "", "cuda.math"},
       {C + ".f16.lse", "sm80", "", "cuda.flash"},
@@ -96,35 +100,45 @@ const std::vector<Row>& rows() {
       {D256 + ".f16", "sm86", "", "cuda.flash"},
       {C + ".bf16.causal=br", "sm86", "", "cuda.flash"},
       {"b2.hq8.l128.s128.dqk224.f16.p0.2", "sm89", "", "cuda.flash"},
-      // sm90: cuDNN preferred (cuDNN 9.16 > 9.15) where it can run.
-      {C + ".f16", "sm90", "", "cuda.cudnn"},
-      {"b2.hq8.l128.s128.dqk192.dv128.f16", "sm90", "", "cuda.cudnn"},
+      // sm90: PyTorch prefers cuDNN (cuDNN 9.16 > 9.15) where it can run; the suite has no
+      // cuDNN kernel (cuda.cudnn only models PyTorch's choice), and its rules never promote
+      // a model: it takes the next kernel.
+      {C + ".f16", "sm90", "pytorch", "cuda.cudnn"},
+      {C + ".f16", "sm90", "", "cuda.flash"},
+      {"b2.hq8.l128.s128.dqk192.dv128.f16", "sm90", "pytorch", "cuda.cudnn"},
+      {"b2.hq8.l128.s128.dqk192.dv128.f16", "sm90", "", "cuda.mem_efficient"},
       {D256 + ".f16", "sm90", "", "cuda.flash"},
-      {D256 + ".f16", "sm90:cudnn=9.23.0", "", "cuda.cudnn"},
+      {D256 + ".f16", "sm90:cudnn=9.23.0", "pytorch", "cuda.cudnn"},
+      {D256 + ".f16", "sm90:cudnn=9.23.0", "", "cuda.flash"},
       {C + ".f16.p0.1", "sm90", "", "cuda.flash"},
-      {C + ".f16.p0.125", "sm90", "", "cuda.cudnn"},
+      {C + ".f16.p0.125", "sm90", "pytorch", "cuda.cudnn"},
+      {C + ".f16.p0.125", "sm90", "", "cuda.flash"},
       {C + ".f16.p0.125", "sm90:cudnn=9.12.0", "only=cuda.cudnn,cuda.math", "cuda.math"},
       {C + ".f16", "sm90:cudnn=9.15.0", "", "cuda.flash"},
       {"b1.hq8.l1.s4096.dqk128.f16", "sm90", "", "cuda.flash"},  // decode_split_kv
       {"b2.hq8.l128.s1.dqk64.f16", "sm90", "", "cuda.flash"},
       {C + ".bf16.causal=br", "sm90", "", "cuda.flash"},
-      {C + ".f16.mask=bool", "sm90", "", "cuda.cudnn"},
+      {C + ".f16.mask=bool", "sm90", "pytorch", "cuda.cudnn"},
+      {C + ".f16.mask=bool", "sm90", "", "cuda.mem_efficient"},
       {C + ".f16", "sm90", "det", "cuda.flash"},
       {C + ".f16", "sm90", "norules", "cuda.flash"},
       {"b2.hq8.l256.s256.dqk64.f16.qlen=200_256.kvlen=200_256.packed", "sm90:cudnn_nested=1", "",
-       "cuda.cudnn"},
+       "cuda.flash"},
       {"b2.hq8.l256.s256.dqk64.f16.qlen=200_256.kvlen=200_256.packed", "sm90", "", "cuda.flash"},
       {"b2.hq8.l64.s64.dqk64.f16.qlen=64_64.kvlen=64_64.packed", "sm90", "", "cuda.flash"},
       {C + ".f32", "sm90", "", "cuda.mem_efficient"},
       {C + ".f16", "sm90:cudnn=none", "", "cuda.flash"},
       // sm10x and sm12x.
-      {C + ".f16", "sm100", "", "cuda.cudnn"},
+      {C + ".f16", "sm100", "pytorch", "cuda.cudnn"},
+      {C + ".f16", "sm100", "", "cuda.flash"},
       {D256 + ".f16", "sm100", "", "cuda.flash"},
       {C + ".f16", "sm121", "", "cuda.flash"},
       {C + ".f32", "sm121", "", "cuda.mem_efficient"},
-      {C + ".f16", "sm103", "", "cuda.cudnn"},
+      {C + ".f16", "sm103", "pytorch", "cuda.cudnn"},
+      {C + ".f16", "sm103", "", "cuda.flash"},
       {C + ".f16", "sm101", "", "cuda.flash"},
-      {C + ".f16", "sm101:cuda=13.0", "", "cuda.cudnn"},
+      {C + ".f16", "sm101:cuda=13.0", "pytorch", "cuda.cudnn"},
+      {C + ".f16", "sm101:cuda=13.0", "", "cuda.flash"},
       {D256 + ".f16", "sm107:cudnn=9.24.0", "only=cuda.cudnn", "error:none"},
       {D256 + ".f16", "sm107:cudnn=9.26.0", "only=cuda.cudnn", "cuda.cudnn"},
       // Policies.

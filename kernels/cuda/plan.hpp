@@ -1,6 +1,7 @@
-// cuda.math's problem, flattened for the CUDA translation unit (math_kernel.cu): plain data
-// only, so that nvcc never parses the rest of the project. Built on the host from a Problem
-// and the run's Buffers by make_math_plan() (math.cpp).
+// One CUDA kernel launch's problem, flattened for the CUDA translation units
+// (math_kernel.cu, mem_efficient_kernel.cu, flash_kernel.cu): plain data only, so that nvcc
+// never parses the rest of the project. Built on the host from a Problem and the run's
+// Buffers by make_plan() (plan.cpp); every CUDA backend's run() hands one to its kernel.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +11,7 @@ namespace sdpa::cuda::detail {
 
 // One of Q, K, V, O in device memory: element (b, h, i, d) of batch element b's valid rows
 // is at row0[b] + h * stride_h + i * stride_row + d * stride_d.
-struct MathTensor {
+struct PlanTensor {
   const void* data = nullptr;      // element 0 (device memory); O is written through it
   std::int64_t stride_h = 0;       // between heads
   std::int64_t stride_row = 0;     // between rows (queries or keys)
@@ -18,7 +19,7 @@ struct MathTensor {
   std::vector<std::int64_t> row0;  // per batch element: offset of its row 0, head 0
 };
 
-struct MathPlan {
+struct AttentionPlan {
   int dtype = 0;                        // 0 f32, 1 f16, 2 bf16, 3 f64
   std::int64_t batch = 0;               // B
   std::int64_t heads_q = 0;             // Hq
@@ -29,7 +30,7 @@ struct MathPlan {
   std::int64_t dv = 0;                  // Dv
   std::vector<std::int64_t> valid_q;    // L_b per batch element
   std::vector<std::int64_t> valid_kv;   // S_b per batch element
-  MathTensor q, k, v, o;                // the four tensors
+  PlanTensor q, k, v, o;                // the four tensors
   std::vector<std::int64_t> o_rows;     // rows of O per batch element: L_b packed, else L
   double scale = 1;                     // effective logit scale
   double softcap = 0;                   // c > 0: c * tanh(s / c); 0 = off
@@ -49,8 +50,18 @@ struct MathPlan {
   void* weights = nullptr;              // [B, Hq, L, S] in dtype, or null
 };
 
-// Runs the plan on the current CUDA device (cuBLAS GEMMs and the softmax kernel of
-// math_kernel.cu) and waits for it. Throws std::runtime_error naming the failed call.
-void run_math_plan(const MathPlan& plan);
+// The launch's device, as the fused kernels' tiling heuristics need it (core/device.hpp's
+// CUDA fields, copied so that nvcc does not parse that header).
+struct LaunchDevice {
+  int sm = 0;        // compute capability, e.g. 90
+  int sm_count = 0;  // streaming multiprocessors (0 = unknown: the kernel asks the runtime)
+};
+
+// Runs the plan on the current CUDA device and waits for it. Each throws std::runtime_error
+// naming the failed call.
+void run_math_plan(const AttentionPlan& plan);  // math_kernel.cu
+void run_mem_efficient_plan(const AttentionPlan& plan,
+                            const LaunchDevice& d);                     // mem_efficient_kernel.cu
+void run_flash_plan(const AttentionPlan& plan, const LaunchDevice& d);  // flash_kernel.cu
 
 }  // namespace sdpa::cuda::detail

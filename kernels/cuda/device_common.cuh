@@ -1,0 +1,202 @@
+// Device-side pieces every CUDA kernel of this folder shares: error checks that name the
+// backend and the call, device arrays, element-type conversions, the reference's Philox
+// keep-mask word, and the structural masks of docs/SEMANTICS.md. Included by the .cu files
+// only.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/plan.hpp"
+#include "kernels/cuda/tile_schedule.hpp"
+
+namespace sdpa::cuda::detail {
+
+// Throws std::runtime_error("<backend>: <what>: <error name> (<error text>)").
+inline void check_cuda(const char* backend, const char* what, cudaError_t e) {
+  if (e != cudaSuccess) {
+    throw std::runtime_error(std::string(backend) + ": " + what + ": " + cudaGetErrorName(e) +
+                             " (" + cudaGetErrorString(e) + ")");
+  }
+}
+
+// Device memory for n elements, freed on scope exit.
+template <class T>
+class DeviceArray {
+ public:
+  DeviceArray(const char* backend, std::size_t n) : backend_(backend) {
+    check_cuda(backend_, "cudaMalloc", cudaMalloc(&p_, (n ? n : 1) * sizeof(T)));
+  }
+  DeviceArray(const char* backend, const std::vector<T>& host) : DeviceArray(backend, host.size()) {
+    if (!host.empty()) {
+      check_cuda(backend_, "cudaMemcpy",
+                 cudaMemcpy(p_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+    }
+  }
+  ~DeviceArray() { cudaFree(p_); }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  T* get() const { return p_; }
+
+ private:
+  const char* backend_;
+  T* p_ = nullptr;
+};
+
+// Grow-only device memory kept for the life of the process, one buffer per slot: the fused
+// kernels' per-call scratch (batch arrays, flags, split-KV partials) without a cudaMalloc on
+// every call, which would dominate short decode calls. Not thread-safe: one run at a time per
+// process, as the conformance workers and the bench call.
+inline void* scratch(const char* backend, int slot, std::size_t bytes) {
+  struct Buffer {
+    void* p = nullptr;
+    std::size_t bytes = 0;
+  };
+  static Buffer buffers[8];
+  Buffer& b = buffers[slot];
+  if (b.bytes < bytes) {
+    if (b.p) cudaFree(b.p);
+    b.p = nullptr;
+    b.bytes = 0;
+    check_cuda(backend, "cudaMalloc", cudaMalloc(&b.p, bytes));
+    b.bytes = bytes;
+  }
+  return b.p;
+}
+enum ScratchSlot { kSlotBatch = 0, kSlotFlags = 1, kSlotPartialO = 2, kSlotPartialStats = 3 };
+
+// The per-batch-element arrays of a plan (row offsets of Q, K, V, O, valid lengths, rows of
+// O), in one device allocation.
+struct BatchArrays {
+  const i64* q0;
+  const i64* k0;
+  const i64* v0;
+  const i64* o0;
+  const i64* valid_q;
+  const i64* valid_kv;
+  const i64* o_rows;
+};
+class DeviceBatchArrays {
+ public:
+  DeviceBatchArrays(const char* backend, const AttentionPlan& pl) {
+    const std::vector<i64> all = concat(pl);
+    auto* base = static_cast<i64*>(scratch(backend, kSlotBatch, all.size() * sizeof(i64) + 8));
+    check_cuda(backend, "cudaMemcpy",
+               cudaMemcpy(base, all.data(), all.size() * sizeof(i64), cudaMemcpyHostToDevice));
+    const i64 n = pl.batch;
+    arrays_ = {base,         base + n,     base + 2 * n, base + 3 * n,
+               base + 4 * n, base + 5 * n, base + 6 * n};
+  }
+  const BatchArrays& get() const { return arrays_; }
+
+ private:
+  static std::vector<i64> concat(const AttentionPlan& pl) {
+    std::vector<i64> all;
+    for (const auto* v :
+         {&pl.q.row0, &pl.k.row0, &pl.v.row0, &pl.o.row0, &pl.valid_q, &pl.valid_kv, &pl.o_rows}) {
+      all.insert(all.end(), v->begin(), v->end());
+    }
+    return all;
+  }
+  BatchArrays arrays_{};
+};
+
+// Element type T and its accumulation type.
+template <class T>
+struct Io;
+template <>
+struct Io<float> {
+  using Acc = float;
+  static __device__ float in(float x) { return x; }
+  static __device__ float out(float x) { return x; }
+};
+template <>
+struct Io<__half> {
+  using Acc = float;
+  static __device__ float in(__half x) { return __half2float(x); }
+  static __device__ __half out(float x) { return __float2half_rn(x); }
+};
+template <>
+struct Io<__nv_bfloat16> {
+  using Acc = float;
+  static __device__ float in(__nv_bfloat16 x) { return __bfloat162float(x); }
+  static __device__ __nv_bfloat16 out(float x) { return __float2bfloat16_rn(x); }
+};
+template <>
+struct Io<double> {
+  using Acc = double;
+  static __device__ double in(double x) { return x; }
+  static __device__ double out(double x) { return x; }
+};
+
+// Philox4x32-10, first output word (core/philox.hpp): counter words 0 and 1 are the 64-bit
+// counter, words 2 and 3 zero, key = seed.
+__device__ inline unsigned philox_word0(unsigned long long counter, unsigned long long seed) {
+  unsigned c0 = static_cast<unsigned>(counter), c1 = static_cast<unsigned>(counter >> 32), c2 = 0,
+           c3 = 0;
+  unsigned k0 = static_cast<unsigned>(seed), k1 = static_cast<unsigned>(seed >> 32);
+  for (int round = 0; round < 10; ++round) {
+    if (round > 0) {
+      k0 += 0x9E3779B9u;
+      k1 += 0xBB67AE85u;
+    }
+    const unsigned long long p0 = 0xD2511F53ull * c0;
+    const unsigned long long p1 = 0xCD9E8D57ull * c2;
+    const unsigned hi0 = static_cast<unsigned>(p0 >> 32), lo0 = static_cast<unsigned>(p0);
+    const unsigned hi1 = static_cast<unsigned>(p1 >> 32), lo1 = static_cast<unsigned>(p1);
+    const unsigned n0 = hi1 ^ c1 ^ k0, n2 = hi0 ^ c3 ^ k1;
+    c0 = n0;
+    c1 = lo1;
+    c2 = n2;
+    c3 = lo0;
+  }
+  return c0;
+}
+
+inline Structure structure_of(const AttentionPlan& pl) {
+  return {pl.causal, pl.window, pl.window_bottom_right, pl.window_left, pl.window_right};
+}
+
+// Overflow guard of the fused kernels (as the CPU kernels' kernels/cpu/overflow_guard.hpp):
+// the unnormalised sum acc = sum_j p_j v_j (p_j <= 1) may leave the f32 range by up to a
+// factor of the key count although acc / l never does. A row whose output came out
+// non-finite while its softmax statistics are finite is computed again with every p_j
+// scaled by 2^-k, 2^k >= 2 S (exact: a power of two), and only those rows are rewritten.
+inline int overflow_shift(i64 keys) {
+  int k = 1;
+  while (k < 62 && (i64(1) << k) < 2 * keys) ++k;
+  return k;
+}
+
+// The overflow guard's per-row flags ([B, Hq, L]) and their count, zeroed, in scratch.
+struct OverflowFlags {
+  unsigned char* rows;
+  int* count;
+};
+inline OverflowFlags overflow_flags(const char* backend, i64 rows) {
+  auto* base = static_cast<unsigned char*>(scratch(backend, kSlotFlags, rows + 16));
+  check_cuda(backend, "cudaMemset", cudaMemset(base, 0, rows + 16));
+  return {base + 16, reinterpret_cast<int*>(base)};
+}
+inline int read_count(const char* backend, const int* count) {
+  int n = 0;
+  check_cuda(backend, "cudaMemcpy", cudaMemcpy(&n, count, sizeof(int), cudaMemcpyDeviceToHost));
+  return n;
+}
+
+// NaN-propagating max: a NaN logit must make its row NaN (no NaN hiding), where fmaxf
+// would drop it.
+__device__ inline float nan_max(float a, float b) { return (a > b || a != a) ? a : b; }
+
+// Launch a kernel grid of n blocks in x (at most 2^31 - 1).
+inline unsigned grid_x(i64 n, const char* backend) {
+  if (n > 0x7fffffffLL) throw std::runtime_error(std::string(backend) + ": too many thread blocks");
+  return static_cast<unsigned>(n < 1 ? 1 : n);
+}
+
+}  // namespace sdpa::cuda::detail

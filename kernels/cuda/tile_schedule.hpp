@@ -1,0 +1,114 @@
+// Which keys a tile of query rows visits in the fused CUDA kernels (flash_kernel.cu,
+// mem_efficient_kernel.cu): the structural masks of docs/SEMANTICS.md, the key range they
+// leave a row, the key blocks a row block needs, their split among split-KV blocks, and
+// whether a block needs the per-element mask. Plain C++ that nvcc compiles for the device
+// and the host tests compile as it is (tests/kernels/cuda_tile_schedule_test.cpp), so the
+// GPU kernels' scheduling is checked on machines without a GPU.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define SDPA_CTS_HOST_DEVICE __host__ __device__
+#else
+#define SDPA_CTS_HOST_DEVICE
+#endif
+
+namespace sdpa::cuda::detail {
+
+using i64 = long long;
+
+// The structural masks of a problem (causal, window), by value in kernel arguments.
+struct Structure {
+  int causal;       // 0 none, 1 top-left, 2 bottom-right
+  bool window;      // window on
+  bool window_br;   // window aligned bottom-right
+  i64 left, right;  // window bounds, < 0 unbounded
+};
+
+// Whether query i may attend key j under the structural masks, for valid lengths (lq, skv);
+// keys j >= skv never exist (checked by the caller).
+SDPA_CTS_HOST_DEVICE inline bool structurally_allowed(const Structure& st, i64 i, i64 j, i64 lq,
+                                                      i64 skv) {
+  const i64 br = skv - lq;
+  if (st.causal == 1 && j > i) return false;
+  if (st.causal == 2 && j > i + br) return false;
+  if (st.window) {
+    const i64 off = st.window_br ? br : 0;
+    if (st.left >= 0 && j < i + off - st.left) return false;
+    if (st.right >= 0 && j > i + off + st.right) return false;
+  }
+  return true;
+}
+
+// The keys query i may attend, as [first, last] within [0, skv) (empty when last < first):
+// the structural masks are intervals in j, and both ends grow with i.
+SDPA_CTS_HOST_DEVICE inline void allowed_key_range(const Structure& st, i64 i, i64 lq, i64 skv,
+                                                   i64& first, i64& last) {
+  const i64 br = skv - lq;
+  first = 0;
+  last = skv - 1;
+  if (st.causal == 1 && i < last) last = i;
+  if (st.causal == 2 && i + br < last) last = i + br;
+  if (st.window) {
+    const i64 off = st.window_br ? br : 0;
+    if (st.left >= 0 && i + off - st.left > first) first = i + off - st.left;
+    if (st.right >= 0 && i + off + st.right < last) last = i + off + st.right;
+  }
+}
+
+// The key blocks of `block_n` keys a block of `block_m` query rows from row i0 visits.
+struct KeyBlocks {
+  i64 begin = 0, end = 0;  // blocks [begin, end); empty when no row attends any key
+  bool rows_full = false;  // every row of the block is a valid query row (i0 + block_m <= lq)
+  i64 lo_last = 0;         // first allowed key of the block's last valid row
+  i64 hi_first = -1;       // last allowed key of its first row
+};
+
+SDPA_CTS_HOST_DEVICE inline KeyBlocks key_blocks(const Structure& st, i64 i0, i64 block_m, i64 lq,
+                                                 i64 skv, i64 block_n) {
+  KeyBlocks kb;
+  const i64 i_end = i0 + block_m < lq ? i0 + block_m : lq;
+  if (i0 >= i_end || skv <= 0) return kb;
+  i64 f0, l0, f1, l1;
+  allowed_key_range(st, i0, lq, skv, f0, l0);
+  allowed_key_range(st, i_end - 1, lq, skv, f1, l1);
+  const i64 first = f0 > 0 ? f0 : 0, last = l1 < skv - 1 ? l1 : skv - 1;
+  if (first <= last) {
+    kb.begin = first / block_n;
+    kb.end = last / block_n + 1;
+  }
+  kb.rows_full = i0 + block_m <= lq;
+  kb.lo_last = f1;
+  kb.hi_first = l0;
+  return kb;
+}
+
+// Split `split` of `splits` takes an equal share of the blocks, in order.
+SDPA_CTS_HOST_DEVICE inline void split_key_blocks(KeyBlocks& kb, i64 splits, i64 split) {
+  if (splits <= 1) return;
+  const i64 per = (kb.end - kb.begin + splits - 1) / splits;
+  const i64 begin = kb.begin + split * per < kb.end ? kb.begin + split * per : kb.end;
+  kb.end = begin + per < kb.end ? begin + per : kb.end;
+  kb.begin = begin;
+}
+
+// Whether the block of keys [j0, j0 + block_n) needs the per-element mask: false only when
+// every key exists and every row of the row block may attend every key.
+SDPA_CTS_HOST_DEVICE inline bool block_needs_mask(const KeyBlocks& kb, i64 j0, i64 block_n,
+                                                  i64 skv) {
+  return !(kb.rows_full && j0 + block_n <= skv && j0 >= kb.lo_last &&
+           j0 + block_n - 1 <= kb.hi_first);
+}
+
+// Split-KV count: split when the (b, h, row-block) tiles fill less than two waves of the
+// device, keeping at least four key blocks per split, at most `max_splits`.
+inline int choose_splits(i64 tiles, i64 key_blocks, int sm_count, int max_splits) {
+  if (tiles <= 0 || sm_count <= 0 || tiles >= sm_count) return 1;
+  i64 n = (2 * static_cast<i64>(sm_count) + tiles - 1) / tiles;
+  if (n > key_blocks / 4) n = key_blocks / 4;
+  if (n > max_splits) n = max_splits;
+  return n < 1 ? 1 : static_cast<int>(n);
+}
+
+}  // namespace sdpa::cuda::detail
