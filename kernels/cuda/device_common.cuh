@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cuda/keep_mask.hpp"
 #include "kernels/cuda/plan.hpp"
+#include "kernels/cuda/simt.hpp"
 #include "kernels/cuda/tile_schedule.hpp"
 
 namespace sdpa::cuda::detail {
@@ -70,17 +72,7 @@ inline void* scratch(const char* backend, int slot, std::size_t bytes) {
 }
 enum ScratchSlot { kSlotBatch = 0, kSlotFlags = 1, kSlotPartialO = 2, kSlotPartialStats = 3 };
 
-// The per-batch-element arrays of a plan (row offsets of Q, K, V, O, valid lengths, rows of
-// O), in one device allocation.
-struct BatchArrays {
-  const i64* q0;
-  const i64* k0;
-  const i64* v0;
-  const i64* o0;
-  const i64* valid_q;
-  const i64* valid_kv;
-  const i64* o_rows;
-};
+// The per-batch-element arrays of a plan, uploaded to device scratch.
 class DeviceBatchArrays {
  public:
   DeviceBatchArrays(const char* backend, const AttentionPlan& pl) {
@@ -134,50 +126,11 @@ struct Io<double> {
   static __device__ double out(double x) { return x; }
 };
 
-// Philox4x32-10, first output word (core/philox.hpp): counter words 0 and 1 are the 64-bit
-// counter, words 2 and 3 zero, key = seed.
-__device__ inline unsigned philox_word0(unsigned long long counter, unsigned long long seed) {
-  unsigned c0 = static_cast<unsigned>(counter), c1 = static_cast<unsigned>(counter >> 32), c2 = 0,
-           c3 = 0;
-  unsigned k0 = static_cast<unsigned>(seed), k1 = static_cast<unsigned>(seed >> 32);
-  for (int round = 0; round < 10; ++round) {
-    if (round > 0) {
-      k0 += 0x9E3779B9u;
-      k1 += 0xBB67AE85u;
-    }
-    const unsigned long long p0 = 0xD2511F53ull * c0;
-    const unsigned long long p1 = 0xCD9E8D57ull * c2;
-    const unsigned hi0 = static_cast<unsigned>(p0 >> 32), lo0 = static_cast<unsigned>(p0);
-    const unsigned hi1 = static_cast<unsigned>(p1 >> 32), lo1 = static_cast<unsigned>(p1);
-    const unsigned n0 = hi1 ^ c1 ^ k0, n2 = hi0 ^ c3 ^ k1;
-    c0 = n0;
-    c1 = lo1;
-    c2 = n2;
-    c3 = lo0;
-  }
-  return c0;
-}
-
 inline Structure structure_of(const AttentionPlan& pl) {
   return {pl.causal, pl.window, pl.window_bottom_right, pl.window_left, pl.window_right};
 }
 
-// Overflow guard of the fused kernels (as the CPU kernels' kernels/cpu/overflow_guard.hpp):
-// the unnormalised sum acc = sum_j p_j v_j (p_j <= 1) may leave the f32 range by up to a
-// factor of the key count although acc / l never does. A row whose output came out
-// non-finite while its softmax statistics are finite is computed again with every p_j
-// scaled by 2^-k, 2^k >= 2 S (exact: a power of two), and only those rows are rewritten.
-inline int overflow_shift(i64 keys) {
-  int k = 1;
-  while (k < 62 && (i64(1) << k) < 2 * keys) ++k;
-  return k;
-}
-
-// The overflow guard's per-row flags ([B, Hq, L]) and their count, zeroed, in scratch.
-struct OverflowFlags {
-  unsigned char* rows;
-  int* count;
-};
+// The overflow guard's per-row flags and their count, zeroed, in scratch.
 inline OverflowFlags overflow_flags(const char* backend, i64 rows) {
   auto* base = static_cast<unsigned char*>(scratch(backend, kSlotFlags, rows + 16));
   check_cuda(backend, "cudaMemset", cudaMemset(base, 0, rows + 16));
@@ -188,10 +141,6 @@ inline int read_count(const char* backend, const int* count) {
   check_cuda(backend, "cudaMemcpy", cudaMemcpy(&n, count, sizeof(int), cudaMemcpyDeviceToHost));
   return n;
 }
-
-// NaN-propagating max: a NaN logit must make its row NaN (no NaN hiding), where fmaxf
-// would drop it.
-__device__ inline float nan_max(float a, float b) { return (a > b || a != a) ? a : b; }
 
 // Launch a kernel grid of n blocks in x (at most 2^31 - 1).
 inline unsigned grid_x(i64 n, const char* backend) {

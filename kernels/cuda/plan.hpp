@@ -50,6 +50,24 @@ struct AttentionPlan {
   void* weights = nullptr;              // [B, Hq, L, S] in dtype, or null
 };
 
+// The per-batch-element arrays of a plan as the kernels read them (where they run: device
+// memory on a GPU): row offsets of Q, K, V and O, valid lengths, rows of O.
+struct BatchArrays {
+  const long long* q0;        // Q row 0 of each batch element
+  const long long* k0;        // K row 0
+  const long long* v0;        // V row 0
+  const long long* o0;        // O row 0
+  const long long* valid_q;   // L_b
+  const long long* valid_kv;  // S_b
+  const long long* o_rows;    // rows of O: L_b packed, else L
+};
+
+// The overflow guard's per-row flags ([B, Hq, L]) and their count (docs/KERNELS.md, "CUDA").
+struct OverflowFlags {
+  unsigned char* rows;  // 1 where a row's output overflowed
+  int* count;           // how many rows are flagged
+};
+
 // The launch's device, as the fused kernels' tiling heuristics need it (core/device.hpp's
 // CUDA fields, copied so that nvcc does not parse that header).
 struct LaunchDevice {

@@ -111,4 +111,15 @@ inline int choose_splits(i64 tiles, i64 key_blocks, int sm_count, int max_splits
   return n < 1 ? 1 : static_cast<int>(n);
 }
 
+// Overflow guard of the fused kernels (as the CPU kernels' kernels/cpu/overflow_guard.hpp):
+// the unnormalised sum acc = sum_j p_j v_j (p_j <= 1) may leave the f32 range by up to a
+// factor of the key count although acc / l never does. A row whose output came out
+// non-finite while its softmax statistics are finite is computed again with every p_j
+// scaled by 2^-k, 2^k >= 2 S (exact: a power of two), and only those rows are rewritten.
+inline int overflow_shift(i64 keys) {
+  int k = 1;
+  while (k < 62 && (i64(1) << k) < 2 * keys) ++k;
+  return k;
+}
+
 }  // namespace sdpa::cuda::detail

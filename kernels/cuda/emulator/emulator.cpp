@@ -1,0 +1,373 @@
+#include "kernels/cuda/emulator/emulator.hpp"
+
+#include <ucontext.h>
+
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+namespace sdpa::cuda::emu {
+namespace {
+
+// ---------------------------------------------------------------- 16-bit types
+
+std::uint32_t bits_of(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, 4);
+  return u;
+}
+float float_of(std::uint32_t u) {
+  float x;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+std::uint16_t bf16_bits(float x) {
+  const std::uint32_t u = bits_of(x);
+  if (std::isnan(x)) return static_cast<std::uint16_t>((u >> 16) | 0x40);  // stays a NaN
+  const std::uint32_t rounding = 0x7fff + ((u >> 16) & 1);
+  return static_cast<std::uint16_t>((u + rounding) >> 16);
+}
+
+std::uint16_t half_bits(float x) {
+  const std::uint32_t u = bits_of(x);
+  const std::uint16_t sign = static_cast<std::uint16_t>((u >> 16) & 0x8000);
+  const float a = std::fabs(x);
+  if (std::isnan(x)) return static_cast<std::uint16_t>(sign | 0x7e00);
+  if (a >= 65520.0f) return static_cast<std::uint16_t>(sign | 0x7c00);  // rounds to inf
+  if (a < 6.103515625e-05f) {  // subnormal range: multiples of 2^-24, rounded to nearest even
+    const float q = std::nearbyint(a * 16777216.0f);  // the default rounding mode is RNE
+    return static_cast<std::uint16_t>(sign | static_cast<std::uint16_t>(q));
+  }
+  const std::uint32_t au = bits_of(a);
+  const int exp = static_cast<int>(au >> 23) - 127 + 15;
+  std::uint32_t mant = au & 0x7fffff;
+  std::uint32_t h = (static_cast<std::uint32_t>(exp) << 10) | (mant >> 13);
+  const std::uint32_t rest = mant & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) ++h;  // may carry into the exponent: fine
+  return static_cast<std::uint16_t>(sign | h);
+}
+
+float half_to_float(std::uint16_t h) {
+  const std::uint32_t sign = (h & 0x8000u) << 16;
+  const int exp = (h >> 10) & 0x1f;
+  const std::uint32_t mant = h & 0x3ffu;
+  if (exp == 0) {
+    const float v = std::ldexp(static_cast<float>(mant), -24);
+    return sign ? -v : v;
+  }
+  if (exp == 31) return float_of(sign | 0x7f800000u | (mant << 13));
+  return float_of(sign | (static_cast<std::uint32_t>(exp - 15 + 127) << 23) | (mant << 13));
+}
+
+// ---------------------------------------------------------------- fibers
+
+constexpr std::size_t kStack = 256 * 1024;
+
+struct Copy {
+  unsigned char* dst;
+  const unsigned char* src;
+  int bytes;
+};
+
+struct Barrier {
+  int participants = 0;
+  int arrived = 0;
+  unsigned long long generation = 0;
+};
+
+struct Slot {
+  unsigned u[6] = {};  // mma: a0..a3, b0, b1
+  float f[4] = {};     // mma: c; shuffles: f[0]
+  const void* p = nullptr;
+  bool flag = false;
+};
+
+struct Fiber {
+  ucontext_t context{};
+  std::vector<char> stack;
+  int tid = 0;
+  bool done = false;
+  std::vector<std::vector<Copy>> groups;  // committed cp.async groups, oldest first
+  std::vector<Copy> open;                 // not committed yet
+};
+
+struct Warp {
+  Barrier barrier;
+  std::array<Slot, 32> slots;
+};
+
+struct Block {
+  long long index = 0, grid = 0;
+  int threads = 0;
+  unsigned char* smem = nullptr;
+  std::size_t smem_bytes = 0;
+  std::vector<Fiber> fibers;
+  std::vector<Warp> warps;
+  Barrier barrier;
+  std::vector<char> flags;  // sync_threads_or, one per thread
+  ucontext_t scheduler{};
+  int current = -1;
+  unsigned long long progress = 0;  // arrivals, releases and finished threads
+  std::string error;
+  const std::function<void(unsigned char*)>* body = nullptr;
+};
+
+Block* g_block = nullptr;  // the block being run (one OS thread runs the emulator)
+
+Fiber& me() {
+  if (!g_block || g_block->current < 0) throw std::logic_error("emulator: not inside launch()");
+  return g_block->fibers[static_cast<std::size_t>(g_block->current)];
+}
+
+void yield() {
+  Fiber& f = me();
+  swapcontext(&f.context, &g_block->scheduler);
+}
+
+void arrive_and_wait(Barrier& b) {
+  const unsigned long long generation = b.generation;
+  ++g_block->progress;
+  if (++b.arrived == b.participants) {
+    b.arrived = 0;
+    ++b.generation;
+    return;
+  }
+  while (b.generation == generation) yield();
+}
+
+Warp& my_warp() { return g_block->warps[static_cast<std::size_t>(me().tid / 32)]; }
+int lane() { return me().tid % 32; }
+
+void entry() {
+  Block& b = *g_block;
+  Fiber& f = b.fibers[static_cast<std::size_t>(b.current)];
+  try {
+    (*b.body)(b.smem);
+  } catch (const std::exception& e) {
+    if (b.error.empty()) b.error = "thread " + std::to_string(f.tid) + ": " + e.what();
+  }
+  f.done = true;
+  ++b.progress;
+  // returns to uc_link (the scheduler)
+}
+
+void check_shared(const void* p, std::size_t bytes, const char* what) {
+  const auto* c = static_cast<const unsigned char*>(p);
+  if (c < g_block->smem || c + bytes > g_block->smem + g_block->smem_bytes) {
+    throw std::runtime_error(std::string(what) + ": address outside shared memory");
+  }
+  if (static_cast<std::uintptr_t>(c - g_block->smem) % 16 != 0) {
+    throw std::runtime_error(std::string(what) + ": address not 16-byte aligned");
+  }
+}
+
+void run_copies(const std::vector<Copy>& group) {
+  for (const Copy& c : group) {
+    std::memset(c.dst, 0, 16);
+    if (c.bytes > 0) std::memcpy(c.dst, c.src, static_cast<std::size_t>(c.bytes));
+  }
+}
+
+std::uint16_t u16_at(const void* row, int index) {
+  std::uint16_t v;
+  std::memcpy(&v, static_cast<const unsigned char*>(row) + 2 * index, 2);
+  return v;
+}
+
+float element(unsigned reg, int half, bool bf16) {
+  const auto bits = static_cast<std::uint16_t>(half ? reg >> 16 : reg & 0xffffu);
+  return bf16 ? float_of(static_cast<std::uint32_t>(bits) << 16) : half_to_float(bits);
+}
+
+// Runs every thread of block `blk` to completion (round-robin, switching at collectives).
+void run_block(Block& b, long long blk) {
+  const int threads = b.threads;
+  b.index = blk;
+  std::memset(b.smem, 0, b.smem_bytes);
+  b.barrier = Barrier{threads, 0, 0};
+  b.warps.assign(static_cast<std::size_t>(threads / 32), Warp{});
+  for (auto& w : b.warps) w.barrier.participants = 32;
+  for (int t = 0; t < threads; ++t) {
+    Fiber& f = b.fibers[static_cast<std::size_t>(t)];
+    f.tid = t;
+    f.done = false;
+    f.groups.clear();
+    f.open.clear();
+    getcontext(&f.context);
+    f.context.uc_stack.ss_sp = f.stack.data();
+    f.context.uc_stack.ss_size = f.stack.size();
+    f.context.uc_link = &b.scheduler;
+    makecontext(&f.context, entry, 0);
+  }
+  // Round-robin until every thread is done; a full pass without progress is a deadlock.
+  for (;;) {
+    bool all_done = true;
+    const unsigned long long before = b.progress;
+    for (int t = 0; t < threads; ++t) {
+      Fiber& f = b.fibers[static_cast<std::size_t>(t)];
+      if (f.done) continue;
+      all_done = false;
+      b.current = t;
+      swapcontext(&b.scheduler, &f.context);
+      b.current = -1;
+    }
+    if (!b.error.empty()) {
+      throw std::runtime_error("emulator: block " + std::to_string(blk) + ", " + b.error);
+    }
+    if (all_done) break;
+    if (b.progress == before) {
+      int waiting = 0;
+      for (const auto& f : b.fibers) waiting += f.done ? 0 : 1;
+      throw std::runtime_error("emulator: block " + std::to_string(blk) + ": deadlock, " +
+                               std::to_string(waiting) + " of " + std::to_string(threads) +
+                               " threads wait at a barrier the others never reach");
+    }
+  }
+}
+
+}  // namespace
+
+Bf16::Bf16(float x) : bits(bf16_bits(x)) {}
+Half::Half(float x) : bits(half_bits(x)) {}
+
+void launch(long long blocks, int threads, std::size_t smem_bytes,
+            const std::function<void(unsigned char* smem)>& body) {
+  if (threads <= 0 || threads % 32 != 0)
+    throw std::invalid_argument("emulator: threads per block must be a positive multiple of 32");
+  Block b;
+  b.grid = blocks;
+  b.threads = threads;
+  b.smem_bytes = smem_bytes;
+  std::vector<unsigned char> smem(smem_bytes + 16);
+  b.smem = smem.data();
+  b.fibers.resize(static_cast<std::size_t>(threads));
+  for (auto& f : b.fibers) f.stack.resize(kStack);
+  b.body = &body;
+  b.flags.assign(static_cast<std::size_t>(threads), 0);
+  g_block = &b;
+  struct Reset {
+    ~Reset() { g_block = nullptr; }
+  } reset;
+  for (long long blk = 0; blk < blocks; ++blk) run_block(b, blk);
+}
+
+namespace ops {
+
+float to_float(Bf16 x) { return float_of(static_cast<std::uint32_t>(x.bits) << 16); }
+float to_float(Half x) { return half_to_float(x.bits); }
+Bf16 to_bf16(float x) { return Bf16(x); }
+Half to_half(float x) { return Half(x); }
+
+int thread_x() { return me().tid; }
+long long block_x() { return g_block->index; }
+long long grid_dim_x() { return g_block->grid; }
+
+void sync_threads() { arrive_and_wait(g_block->barrier); }
+
+bool sync_threads_or(bool x) {
+  g_block->flags[static_cast<std::size_t>(me().tid)] = x ? 1 : 0;
+  arrive_and_wait(g_block->barrier);
+  bool any = false;
+  for (char f : g_block->flags) any |= f != 0;
+  arrive_and_wait(g_block->barrier);
+  return any;
+}
+
+void sync_warp() { arrive_and_wait(my_warp().barrier); }
+
+float shfl_xor(float x, int mask) {
+  Warp& w = my_warp();
+  const int l = lane();
+  w.slots[static_cast<std::size_t>(l)].f[0] = x;
+  arrive_and_wait(w.barrier);
+  const float r = w.slots[static_cast<std::size_t>((l ^ mask) & 31)].f[0];
+  arrive_and_wait(w.barrier);
+  return r;
+}
+
+bool any_in_warp(bool x) {
+  Warp& w = my_warp();
+  w.slots[static_cast<std::size_t>(lane())].flag = x;
+  arrive_and_wait(w.barrier);
+  bool any = false;
+  for (const auto& s : w.slots) any |= s.flag;
+  arrive_and_wait(w.barrier);
+  return any;
+}
+
+void atomic_add(int* p, int v) { *p += v; }
+
+void ldmatrix_x4(unsigned (&r)[4], const void* smem, bool trans) {
+  check_shared(smem, 16, trans ? "ldmatrix.trans" : "ldmatrix");
+  Warp& w = my_warp();
+  const int l = lane();
+  w.slots[static_cast<std::size_t>(l)].p = smem;
+  arrive_and_wait(w.barrier);
+  for (int m = 0; m < 4; ++m) {
+    std::uint16_t lo, hi;
+    if (!trans) {
+      const void* row = w.slots[static_cast<std::size_t>(8 * m + l / 4)].p;
+      lo = u16_at(row, 2 * (l % 4));
+      hi = u16_at(row, 2 * (l % 4) + 1);
+    } else {
+      lo = u16_at(w.slots[static_cast<std::size_t>(8 * m + 2 * (l % 4))].p, l / 4);
+      hi = u16_at(w.slots[static_cast<std::size_t>(8 * m + 2 * (l % 4) + 1)].p, l / 4);
+    }
+    r[m] = static_cast<unsigned>(lo) | (static_cast<unsigned>(hi) << 16);
+  }
+  arrive_and_wait(w.barrier);
+}
+
+void mma_16816(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1, bool bf16) {
+  Warp& w = my_warp();
+  const int l = lane();
+  Slot& mine = w.slots[static_cast<std::size_t>(l)];
+  for (int i = 0; i < 4; ++i) mine.u[i] = a[i];
+  mine.u[4] = b0;
+  mine.u[5] = b1;
+  arrive_and_wait(w.barrier);
+  const int g = l / 4, t = l % 4;
+  float d[4];
+  for (int e = 0; e < 4; ++e) {
+    const int row = g + (e / 2) * 8, col = 2 * t + (e % 2);
+    double sum = 0;  // the 16 products are exact; one rounding at the end
+    for (int k = 0; k < 16; ++k) {
+      const Slot& sa = w.slots[static_cast<std::size_t>((row % 8) * 4 + (k % 8) / 2)];
+      const Slot& sb = w.slots[static_cast<std::size_t>(col * 4 + (k % 8) / 2)];
+      const float av = element(sa.u[(row / 8) + (k / 8) * 2], k % 2, bf16);
+      const float bv = element(sb.u[4 + k / 8], k % 2, bf16);
+      sum += static_cast<double>(av) * bv;
+    }
+    d[e] = static_cast<float>(sum + c[e]);
+  }
+  arrive_and_wait(w.barrier);
+  for (int e = 0; e < 4; ++e) c[e] = d[e];
+}
+
+void cp_async_16(void* smem, const void* gmem, int src_bytes) {
+  check_shared(smem, 16, "cp.async");
+  if (src_bytes < 0 || src_bytes > 16) throw std::runtime_error("cp.async: bad source size");
+  me().open.push_back(
+      {static_cast<unsigned char*>(smem), static_cast<const unsigned char*>(gmem), src_bytes});
+}
+
+void cp_async_commit() {
+  Fiber& f = me();
+  f.groups.push_back(std::move(f.open));
+  f.open.clear();
+}
+
+void cp_async_wait(int n) {
+  Fiber& f = me();
+  while (static_cast<int>(f.groups.size()) > n) {
+    run_copies(f.groups.front());
+    f.groups.erase(f.groups.begin());
+  }
+}
+
+}  // namespace ops
+}  // namespace sdpa::cuda::emu
