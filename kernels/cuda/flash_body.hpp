@@ -36,6 +36,7 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "kernels/cuda/fused_params.hpp"
 #include "kernels/cuda/keep_mask.hpp"
 #include "kernels/cuda/plan.hpp"
 #include "kernels/cuda/simt.hpp"
@@ -50,31 +51,13 @@ constexpr int kThreads = kWarps * 32;
 constexpr int kBlockM = kWarps * 16;  // query rows per thread block
 constexpr int kBlockN = 64;           // keys per key block
 
-struct FlashParams {
-  i64 heads, heads_kv, len_q, len_kv, dqk, dv;
-  const void* q;
-  const void* k;
-  const void* v;
-  void* o;
-  i64 qsh, qsr, qsd, ksh, ksr, ksd, vsh, vsr, vsd, osh, osr, osd;  // head, row, dim strides
-  BatchArrays rows;                                                // per-batch offsets and lengths
-  bool vec;                         // every row is 16-byte aligned: cp.async loads
-  float scale, softcap;             // logit scale; softcap (0 = off)
-  Structure structure;              // causal and window
-  unsigned threshold;               // dropout keep threshold (0 = no dropout)
-  float keep_scale;                 // 1 / (1 - p)
-  unsigned long long seed, offset;  // Philox key and counter offset
-  float* lse;                       // [B, Hq, L] or null
-  float p_scale;                    // 2^-shift (overflow guard), 1 normally
-  int shift;                        // that shift
-  const unsigned char* redo;        // rows to recompute ([B, Hq, L]), or null: all
-  unsigned char* overflowed;        // rows whose output overflowed ([B, Hq, L])
-  int* overflow_count;              // how many
-  i64 m_blocks;                     // row blocks per (b, h)
-  int splits;                       // key splits per row block (1: no split)
-  float* part_o;                    // splits > 1: [splits][B Hq L][dv] unnormalised acc
-  float* part_m;                    // [splits][B Hq L] row max
-  float* part_l;                    // [splits][B Hq L] row sum
+struct FlashParams : FusedParams {
+  bool vec;       // every row is 16-byte aligned: cp.async loads
+  i64 m_blocks;   // row blocks per (b, h)
+  int splits;     // key splits per row block (1: no split)
+  float* part_o;  // splits > 1: [splits][B Hq L][dv] unnormalised acc
+  float* part_m;  // [splits][B Hq L] row max
+  float* part_l;  // [splits][B Hq L] row sum
 };
 
 // Whether any of the four lanes of this lane's row (a quad) passed true.
@@ -418,35 +401,9 @@ void run(const AttentionPlan& pl, const LaunchDevice& dev, Runtime& rt) {
   const OverflowFlags flags = rt.overflow_flags(rows_total);
 
   FlashParams p{};
-  p.heads = pl.heads_q;
-  p.heads_kv = pl.heads_kv;
-  p.len_q = pl.len_q;
-  p.len_kv = pl.len_kv;
-  p.dqk = pl.dqk;
-  p.dv = pl.dv;
-  p.q = pl.q.data;
-  p.k = pl.k.data;
-  p.v = pl.v.data;
-  p.o = const_cast<void*>(pl.o.data);
-  p.qsh = pl.q.stride_h, p.qsr = pl.q.stride_row, p.qsd = pl.q.stride_d;
-  p.ksh = pl.k.stride_h, p.ksr = pl.k.stride_row, p.ksd = pl.k.stride_d;
-  p.vsh = pl.v.stride_h, p.vsr = pl.v.stride_row, p.vsd = pl.v.stride_d;
-  p.osh = pl.o.stride_h, p.osr = pl.o.stride_row, p.osd = pl.o.stride_d;
-  p.rows = rt.batch_arrays(pl);
+  fill_fused_params(pl, rt.batch_arrays(pl), flags, p);
   p.vec = pl.dqk % 8 == 0 && pl.dv % 8 == 0 && aligned16(pl.q.data, pl.q, pl.batch) &&
           aligned16(pl.k.data, pl.k, pl.batch) && aligned16(pl.v.data, pl.v, pl.batch);
-  p.scale = static_cast<float>(pl.scale);
-  p.softcap = static_cast<float>(pl.softcap);
-  p.structure = {pl.causal, pl.window, pl.window_bottom_right, pl.window_left, pl.window_right};
-  p.threshold = pl.dropout_threshold;
-  p.keep_scale = pl.dropout_threshold ? static_cast<float>(1.0 / (1.0 - pl.dropout_p)) : 1.f;
-  p.seed = pl.dropout_seed;
-  p.offset = pl.dropout_offset;
-  p.lse = pl.lse;
-  p.p_scale = 1;
-  p.shift = 0;
-  p.overflowed = flags.rows;
-  p.overflow_count = flags.count;
   p.m_blocks = (pl.len_q + kBlockM - 1) / kBlockM;
   const i64 tiles = pl.batch * pl.heads_q * p.m_blocks;
   p.splits =
@@ -472,9 +429,7 @@ void run(const AttentionPlan& pl, const LaunchDevice& dev, Runtime& rt) {
   };
   launch(p);
   if (rt.read_count(flags.count) > 0) {  // the overflow guard, flagged rows only
-    p.shift = overflow_shift(pl.len_kv);
-    p.p_scale = std::ldexp(1.f, -p.shift);
-    p.redo = flags.rows;
+    prepare_overflow_pass(pl, flags, p);
     p.splits = 1;
     launch(p);
   }

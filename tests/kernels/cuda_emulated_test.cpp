@@ -1,4 +1,5 @@
-// cuda.flash's kernel code (kernels/cuda/flash_body.hpp) judged on the host emulator
+// cuda.flash's and cuda.mem_efficient's kernel code (kernels/cuda/flash_body.hpp,
+// mem_efficient_body.hpp) judged on the host emulator
 // (kernels/cuda/emulator/): the same body nvcc compiles for the GPU, its mma.sync, ldmatrix
 // and cp.async emulated as PTX defines them, run through the one judge against the
 // reference. What this cannot show: the GPU's timing, its own mma accumulation order, and
@@ -23,49 +24,54 @@ using conformance::check_case;
 using conformance::Status;
 using conformance::status_name;
 
-// cuda.flash with its descriptor's rules for a simulated sm80 (8 SMs, so that small decode
-// shapes split), running on the emulator in host memory.
-class EmulatedFlash final : public Backend {
+// A CUDA backend with its descriptor's rules for a simulated sm80 (8 SMs, so that small
+// decode shapes split), running its kernel on the emulator in host memory.
+class Emulated final : public Backend {
  public:
-  EmulatedFlash() : caps_(cuda::flash_backend().capabilities()) {
+  using Runner = void (*)(const Problem&, const Buffers&);
+  Emulated(const Backend& gpu, std::string name, Runner runner)
+      : gpu_(gpu), name_(std::move(name)), runner_(runner), caps_(gpu.capabilities()) {
     caps_.device = DeviceKind::cpu;
     caps_.memory = MemorySpace::host;
   }
-  std::string_view name() const override { return "emulated.cuda.flash"; }
+  std::string_view name() const override { return name_; }
   const Capabilities& capabilities() const override { return caps_; }
-  PrecisionContract precision(DType dtype) const override {
-    return cuda::flash_backend().precision(dtype);
-  }
+  PrecisionContract precision(DType dtype) const override { return gpu_.precision(dtype); }
   Support supports(const Problem& p, const Device&) const override {
-    return cuda::flash_backend().supports(p, gpu());
+    return gpu_.supports(p, sm80());
   }
   void run(const Problem& p, const Buffers& buf, const Device&, const RunOptions&) const override {
-    cuda::detail::LaunchDevice d;
-    d.sm = 80;
-    d.sm_count = 8;
-    cuda::emu::run_flash_plan(cuda::detail::make_plan(p, buf), d);
+    runner_(p, buf);
   }
-  static const Device& gpu() {
+  static const Device& sm80() {
     static const Device d = parse_device_or_throw("sm80");
     return d;
   }
 
  private:
+  const Backend& gpu_;
+  std::string name_;
+  Runner runner_;
   Capabilities caps_;
 };
 
-const EmulatedFlash& emulated_flash() {
-  static const EmulatedFlash b;
+const Emulated& emulated_flash() {
+  static const Emulated b(cuda::flash_backend(), "emulated.cuda.flash",
+                          [](const Problem& p, const Buffers& buf) {
+                            cuda::detail::LaunchDevice d;
+                            d.sm = 80;
+                            d.sm_count = 8;
+                            cuda::emu::run_flash_plan(cuda::detail::make_plan(p, buf), d);
+                          });
   return b;
 }
 
-class EmulatedCudaFlash : public testing::TestWithParam<std::string> {};
-
-TEST_P(EmulatedCudaFlash, PassesTheJudge) {
-  const Case c = parse_case_id_or_throw(GetParam());
-  const auto out = check_case(emulated_flash(), c, detect_cpu());
-  EXPECT_EQ(out.status, Status::pass) << GetParam() << ": " << status_name(out.status) << " "
-                                      << out.message;
+const Emulated& emulated_mem_efficient() {
+  static const Emulated b(cuda::mem_efficient_backend(), "emulated.cuda.mem_efficient",
+                          [](const Problem& p, const Buffers& buf) {
+                            cuda::emu::run_mem_efficient_plan(cuda::detail::make_plan(p, buf));
+                          });
+  return b;
 }
 
 // Each case reaches a different part of the kernel: tile edges, both causal alignments,
@@ -89,9 +95,52 @@ const std::vector<std::string> kCases = {
     "b1.hq1.l4.s20.dqk64.f16.seed14.gen=nan_q",
 };
 
-INSTANTIATE_TEST_SUITE_P(Cases, EmulatedCudaFlash, testing::ValuesIn(kCases),
-                         [](const testing::TestParamInfo<std::string>& info) {
-                           return "case" + std::to_string(info.index);
+// Every element type, both mask kinds, Dv != Dqk, head dims above one slab (Dqk > 128 is
+// summed in slabs, Dv > 128 runs one block per slab), causal top-left with L != S and
+// bottom-right, GQA, dropout, packed rows, the overflow guard in f32, NaN propagation.
+const std::vector<std::string> kMemEfficientCases = {
+    "b1.hq2.l20.s37.dqk64.f32.lse.seed1.gen=normal",
+    "b2.hq2.hkv1.l17.s40.dqk64.dv32.f16.mask=bool.lse.seed2.gen=normal",
+    "b1.hq2.l33.s45.dqk64.bf16.mask=add.seed3.gen=neg_inf_blocks",
+    "b1.hq1.l9.s70.dqk200.dv136.f32.causal=tl.lse.seed4.gen=normal",
+    "b1.hq1.l40.s24.dqk64.f16.causal=br.seed5.gen=normal",
+    "b1.hq2.l16.s48.dqk32.f32.p0.2.dseed3.lse.seed6.gen=normal",
+    "b2.hq2.l24.s40.dqk64.bf16.qlen=24_9.kvlen=40_13.packed.lse.seed7.gen=normal",
+    "b1.hq1.l6.s100.dqk16.f32.seed8.gen=v_near_max",
+    "b1.hq1.l5.s30.dqk16.f32.seed9.gen=nan_q",
+};
+
+// One test body for both kernels: the case must pass the judge on the emulator.
+struct EmulatedCase {
+  const Emulated* backend;
+  std::string id;
+};
+
+void PrintTo(const EmulatedCase& c, std::ostream* os) { *os << c.backend->name() << " " << c.id; }
+
+std::vector<EmulatedCase> emulated_cases() {
+  std::vector<EmulatedCase> all;
+  for (const auto& id : kCases) all.push_back({&emulated_flash(), id});
+  for (const auto& id : kMemEfficientCases) all.push_back({&emulated_mem_efficient(), id});
+  return all;
+}
+
+class EmulatedCuda : public testing::TestWithParam<EmulatedCase> {};
+
+TEST_P(EmulatedCuda, PassesTheJudge) {
+  const EmulatedCase& ec = GetParam();
+  const Case c = parse_case_id_or_throw(ec.id);
+  const auto out = check_case(*ec.backend, c, detect_cpu());
+  EXPECT_EQ(out.status, Status::pass) << ec.backend->name() << " " << ec.id << ": "
+                                      << status_name(out.status) << " " << out.message;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, EmulatedCuda, testing::ValuesIn(emulated_cases()),
+                         [](const testing::TestParamInfo<EmulatedCase>& info) {
+                           std::string n(info.param.backend->name());
+                           for (char& ch : n)
+                             if (ch == '.') ch = '_';
+                           return n + "_" + std::to_string(info.index);
                          });
 
 }  // namespace

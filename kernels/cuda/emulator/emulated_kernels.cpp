@@ -6,14 +6,15 @@
 
 #include "kernels/cuda/emulator/emulator.hpp"
 #include "kernels/cuda/flash_body.hpp"
+#include "kernels/cuda/mem_efficient_body.hpp"
 
 namespace sdpa::cuda::emu {
 namespace {
 
 using detail::i64;
 
-// flash::run's runtime on the emulator: host vectors for the per-batch arrays, the flags
-// and the split partials.
+// flash::run's and mem_efficient::run's runtime on the emulator: host vectors for the
+// per-batch arrays, the flags and the split partials.
 struct EmuRuntime {
   std::vector<long long> batch;
   std::vector<unsigned char> flag_storage;
@@ -55,6 +56,14 @@ struct EmuRuntime {
                                            detail::flash::kCombineThreads);
            });
   }
+  template <class T>
+  void kernel(const detail::mem_efficient::MemEfficientParams& p, i64 blocks) {
+    launch(blocks, detail::mem_efficient::kThreads, sizeof(detail::mem_efficient::SharedTiles),
+           [&](unsigned char* smem) {
+             detail::mem_efficient::mem_efficient_block<T>(
+                 p, *reinterpret_cast<detail::mem_efficient::SharedTiles*>(smem));
+           });
+  }
   void finish() {}
 };
 
@@ -69,6 +78,20 @@ void run_flash_plan(const detail::AttentionPlan& plan, const detail::LaunchDevic
       return detail::flash::run<Bf16>(plan, device, rt);
   }
   throw std::runtime_error("cuda.flash (emulated): element type not supported by this kernel");
+}
+
+void run_mem_efficient_plan(const detail::AttentionPlan& plan) {
+  EmuRuntime rt;
+  switch (plan.dtype) {
+    case 0:
+      return detail::mem_efficient::run<float>(plan, rt);
+    case 1:
+      return detail::mem_efficient::run<Half>(plan, rt);
+    case 2:
+      return detail::mem_efficient::run<Bf16>(plan, rt);
+  }
+  throw std::runtime_error(
+      "cuda.mem_efficient (emulated): element type not supported by this kernel");
 }
 
 }  // namespace sdpa::cuda::emu

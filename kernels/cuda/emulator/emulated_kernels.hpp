@@ -1,6 +1,6 @@
 // The fused CUDA kernels run on the host emulator (emulator.hpp): the same kernel bodies as
-// on a GPU (flash_body.hpp), with host memory for every buffer. For tests and for
-// investigating a kernel without a GPU; never a substitute for a GPU run.
+// on a GPU (flash_body.hpp, mem_efficient_body.hpp), with host memory for every buffer. For tests
+// and for investigating a kernel without a GPU; never a substitute for a GPU run.
 #pragma once
 
 #include "kernels/cuda/plan.hpp"
@@ -10,5 +10,8 @@ namespace sdpa::cuda::emu {
 // cuda.flash's kernels on `plan` (host pointers), as on a device with `device.sm_count`
 // SMs (which decides the split-KV count).
 void run_flash_plan(const detail::AttentionPlan& plan, const detail::LaunchDevice& device);
+
+// cuda.mem_efficient's kernel on `plan` (host pointers).
+void run_mem_efficient_plan(const detail::AttentionPlan& plan);
 
 }  // namespace sdpa::cuda::emu

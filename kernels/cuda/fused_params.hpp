@@ -1,0 +1,75 @@
+// What both fused CUDA kernels (flash_body.hpp, mem_efficient_body.hpp) take of a plan, by
+// value in their kernel arguments, and the one place that fills it.
+#pragma once
+
+#include <cmath>
+
+#include "kernels/cuda/plan.hpp"
+#include "kernels/cuda/tile_schedule.hpp"
+
+namespace sdpa::cuda::detail {
+
+struct FusedParams {
+  i64 batch, heads, heads_kv, len_q, len_kv, dqk, dv;              // B, Hq, Hkv, L, S, Dqk, Dv
+  const void* q;                                                   // element 0 of Q
+  const void* k;                                                   // of K
+  const void* v;                                                   // of V
+  void* o;                                                         // of O
+  i64 qsh, qsr, qsd, ksh, ksr, ksd, vsh, vsr, vsd, osh, osr, osd;  // head, row, dim strides
+  BatchArrays rows;                 // per-batch offsets and lengths (where the kernel runs)
+  float scale, softcap;             // logit scale; softcap (0 = off)
+  Structure structure;              // causal and window
+  unsigned threshold;               // dropout keep threshold (0 = no dropout)
+  float keep_scale;                 // 1 / (1 - p)
+  unsigned long long seed, offset;  // Philox key and counter offset
+  float* lse;                       // [B, Hq, L] or null
+  float p_scale;                    // 2^-shift (overflow guard), 1 normally
+  int shift;                        // that shift
+  const unsigned char* redo;        // rows to recompute ([B, Hq, L]), or null: all
+  unsigned char* overflowed;        // rows whose output overflowed ([B, Hq, L])
+  int* overflow_count;              // how many
+};
+
+// The fields of `pl`, with the per-batch arrays and overflow flags where the kernel runs.
+inline void fill_fused_params(const AttentionPlan& pl, const BatchArrays& rows,
+                              const OverflowFlags& flags, FusedParams& p) {
+  p.batch = pl.batch;
+  p.heads = pl.heads_q;
+  p.heads_kv = pl.heads_kv;
+  p.len_q = pl.len_q;
+  p.len_kv = pl.len_kv;
+  p.dqk = pl.dqk;
+  p.dv = pl.dv;
+  p.q = pl.q.data;
+  p.k = pl.k.data;
+  p.v = pl.v.data;
+  p.o = const_cast<void*>(pl.o.data);
+  p.qsh = pl.q.stride_h, p.qsr = pl.q.stride_row, p.qsd = pl.q.stride_d;
+  p.ksh = pl.k.stride_h, p.ksr = pl.k.stride_row, p.ksd = pl.k.stride_d;
+  p.vsh = pl.v.stride_h, p.vsr = pl.v.stride_row, p.vsd = pl.v.stride_d;
+  p.osh = pl.o.stride_h, p.osr = pl.o.stride_row, p.osd = pl.o.stride_d;
+  p.rows = rows;
+  p.scale = static_cast<float>(pl.scale);
+  p.softcap = static_cast<float>(pl.softcap);
+  p.structure = {pl.causal, pl.window, pl.window_bottom_right, pl.window_left, pl.window_right};
+  p.threshold = pl.dropout_threshold;
+  p.keep_scale = pl.dropout_threshold ? static_cast<float>(1.0 / (1.0 - pl.dropout_p)) : 1.f;
+  p.seed = pl.dropout_seed;
+  p.offset = pl.dropout_offset;
+  p.lse = pl.lse;
+  p.p_scale = 1;
+  p.shift = 0;
+  p.redo = nullptr;
+  p.overflowed = flags.rows;
+  p.overflow_count = flags.count;
+}
+
+// The overflow guard's second pass: every p scaled by 2^-shift, flagged rows only.
+inline void prepare_overflow_pass(const AttentionPlan& pl, const OverflowFlags& flags,
+                                  FusedParams& p) {
+  p.shift = overflow_shift(pl.len_kv);
+  p.p_scale = std::ldexp(1.f, -p.shift);
+  p.redo = flags.rows;
+}
+
+}  // namespace sdpa::cuda::detail
