@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kernels/cuda/plan.hpp"
+#include "kernels/cuda/simt.hpp"
 #include "kernels/cuda/tile_schedule.hpp"
 
 namespace sdpa::cuda::detail {
@@ -29,6 +30,31 @@ struct FusedParams {
   unsigned char* overflowed;        // rows whose output overflowed ([B, Hq, L])
   int* overflow_count;              // how many
 };
+
+// Whether the block of `rows` query rows from i0 of the head whose row 0 is row_base holds
+// a row to compute: every row normally, only those the overflow guard flagged in its
+// second pass.
+SDPA_CTS_KERNEL_FN bool block_has_work(const FusedParams& p, i64 row_base, i64 i0, int rows) {
+  if (!p.redo) return true;
+  bool any = false;
+  for (int r = 0; r < rows; ++r) any |= (i0 + r < p.len_q) && p.redo[row_base + i0 + r];
+  return any;
+}
+
+// Q's, K's and V's row 0 for query head h of batch element b (K and V of its GQA group).
+template <class T>
+struct HeadInputs {
+  const T* q;
+  const T* k;
+  const T* v;
+};
+template <class T>
+SDPA_CTS_KERNEL_FN HeadInputs<T> head_inputs(const FusedParams& p, i64 b, i64 h) {
+  const i64 hk = h / (p.heads / p.heads_kv);
+  return {static_cast<const T*>(p.q) + p.rows.q0[b] + h * p.qsh,
+          static_cast<const T*>(p.k) + p.rows.k0[b] + hk * p.ksh,
+          static_cast<const T*>(p.v) + p.rows.v0[b] + hk * p.vsh};
+}
 
 // The fields of `pl`, with the per-batch arrays and overflow flags where the kernel runs.
 inline void fill_fused_params(const AttentionPlan& pl, const BatchArrays& rows,

@@ -82,21 +82,16 @@ SDPA_CTS_KERNEL_FN void mem_efficient_block(const MemEfficientParams& p, SharedT
   idx /= p.m_blocks;
   const i64 h = idx % p.heads;
   const i64 b = idx / p.heads;
-  const i64 hk = h / (p.heads / p.heads_kv);
   const i64 lq = p.rows.valid_q[b], skv = p.rows.valid_kv[b];
   const i64 i0 = mb * kRows;
   const int warp = thread_x() / 32, lane = thread_x() % 32;
   const i64 row_base = (b * p.heads + h) * p.len_q;  // LSE / flag index of row 0
 
-  if (p.redo) {  // the overflow guard's second pass: only blocks holding a flagged row
-    bool any = false;
-    for (int r = 0; r < kRows; ++r) any |= (i0 + r < p.len_q) && p.redo[row_base + i0 + r];
-    if (!any) return;
-  }
-
-  const T* q = static_cast<const T*>(p.q) + p.rows.q0[b] + h * p.qsh;
-  const T* k = static_cast<const T*>(p.k) + p.rows.k0[b] + hk * p.ksh;
-  const T* v = static_cast<const T*>(p.v) + p.rows.v0[b] + hk * p.vsh;
+  if (!block_has_work(p, row_base, i0, kRows)) return;
+  const HeadInputs<T> in = head_inputs<T>(p, b, h);
+  const T* q = in.q;
+  const T* k = in.k;
+  const T* v = in.v;
   const i64 col0 = slab * kVCols;
 
   // The chunks of keys any row of this block may attend.
