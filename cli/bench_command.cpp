@@ -111,8 +111,8 @@ int run(const Options& opt) {
   // the times are the backend's run() alone (which returns when its work is done).
   std::unique_ptr<conformance::PlacedBuffers> placed;
   try {
-    placed =
-        std::make_unique<conformance::PlacedBuffers>(backend->capabilities().memory, p, in, out);
+    placed = std::make_unique<conformance::PlacedBuffers>(
+        conformance::run_memory_space(backend->capabilities(), device), p, in, out);
   } catch (const std::runtime_error& e) {
     return fail(std::string(backend->name()) + ": " + e.what());
   }
@@ -138,6 +138,9 @@ int run(const Options& opt) {
   j["case"] = format_case_id(c);
   j["threads"] = opt.threads > 0 ? opt.threads : omp_get_max_threads();
   j["simd"] = simd;
+  // Times on the host emulator measure the emulator, not a GPU: marked so that no one reads
+  // them as GPU figures.
+  if (device.kind == DeviceKind::cuda && device.cuda.emulated) j["emulated"] = true;
   j["repeat"] = runs.size();
   j["seconds_best"] = best;
   j["seconds_median"] = median;
@@ -169,8 +172,9 @@ std::function<int()> add_bench_command(CLI::App& app) {
   cmd->add_option("--simd", opt->simd, "Force a SIMD target: scalar, avx2, avx512, avx512bf16");
   cmd->add_option(
          "--device", opt->device,
-         "cpu (detected), cuda (the GPU, in a build with CUDA), auto, or a simulated CPU this "
-         "one can run, with :key=value overrides")
+         "cpu (detected), cuda (the GPU, in a build with CUDA), auto, a simulated CPU this "
+         "one can run, or smNN:emulate=1 (the fused CUDA kernels on the host emulator: "
+         "figures marked emulated), with :key=value overrides")
       ->capture_default_str();
   add_plugin_option(cmd, &opt->plugins);
   return [opt] { return run(*opt); };

@@ -17,7 +17,8 @@ void add_search_options(CLI::App* cmd, SearchOptions* o) {
   add_plugin_option(cmd, &o->plugins);
   cmd->add_option(
          "--device", o->device,
-         "cpu, cuda (the GPU, in a build with CUDA), auto, or a simulated CPU this machine can run")
+         "cpu, cuda (the GPU, in a build with CUDA), auto, or a simulated CPU this machine can "
+         "run, or smNN:emulate=1 (the fused CUDA kernels on the host emulator)")
       ->capture_default_str();
   cmd->add_option("--simd", o->simd, "SIMD target: scalar, avx2, avx512, avx512bf16");
   cmd->add_option("--threads", o->threads, "OpenMP threads per run (0 = default)")

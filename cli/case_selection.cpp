@@ -93,8 +93,8 @@ std::vector<SelectedCase> select_cases(const CaseSelection& s, std::string* name
     try {
       re = std::regex(s.filter);
     } catch (const std::regex_error& e) {
-      throw std::invalid_argument("--filter: bad regular expression '" + s.filter + "': " +
-                                  e.what());
+      throw std::invalid_argument("--filter: bad regular expression '" + s.filter +
+                                  "': " + e.what());
     }
     std::erase_if(cases, [&](const SelectedCase& c) { return !std::regex_search(c.first, re); });
   }

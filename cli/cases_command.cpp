@@ -4,16 +4,16 @@
 // `sdpa-cts judge --results FILE.h5`.
 #include <iostream>
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 
 #include "cli/case_selection.hpp"
 #include "cli/commands.hpp"
 #include "cli/plugin_options.hpp"
-#include "kernels/registry.hpp"
 #include "conformance/data_gen.hpp"
 #include "golden/golden_file.hpp"
 #include "golden/golden_writer.hpp"
+#include "kernels/registry.hpp"
 
 namespace sdpa::cli {
 namespace {
@@ -102,7 +102,8 @@ int fill(const Options& opt) {
 int run(const Options& opt) {
   std::string name;
   const std::vector<SelectedCase> selected = select_cases(opt.selection, &name);
-  if (selected.empty()) throw std::invalid_argument("no case selected (check --tier, --case and --filter)");
+  if (selected.empty())
+    throw std::invalid_argument("no case selected (check --tier, --case and --filter)");
   // Inputs: generated from the ID, or read from the golden file the tier names.
   std::vector<Case> cases;
   std::vector<InputBuffers> inputs;
@@ -129,8 +130,8 @@ int run(const Options& opt) {
   }
   std::vector<golden::CaseToWrite> write;
   for (std::size_t i = 0; i < cases.size(); ++i) write.push_back({&cases[i], &inputs[i]});
-  golden::write_golden_file(
-      opt.out, {"sdpa-cts cases export", SDPA_CTS_VERSION, opt.digits, name}, write);
+  golden::write_golden_file(opt.out, {"sdpa-cts cases export", SDPA_CTS_VERSION, opt.digits, name},
+                            write);
   std::cout << opt.out << ": " << cases.size() << " cases of " << name;
   if (repeats) std::cout << " (" << repeats << " repeated case IDs written once)";
   std::cout << " (inputs only: fill in o, and lse / weights where a case asks for them)\n";
@@ -144,16 +145,18 @@ std::function<int()> add_cases_command(CLI::App& app) {
   auto* cases = app.add_subcommand("cases", "Cases as files (the results-file route)");
   cases->require_subcommand(1);
   auto* exp = cases->add_subcommand(
-      "export", "Write the selected cases' inputs in the golden schema, to be filled in with "
-                "the outputs of another implementation and judged with `sdpa-cts judge`");
+      "export",
+      "Write the selected cases' inputs in the golden schema, to be filled in with "
+      "the outputs of another implementation and judged with `sdpa-cts judge`");
   add_case_selection_options(exp, &opt->selection);
   exp->add_option("--out", opt->out, "The HDF5 file to write")->required();
   exp->add_option("--digits", opt->digits,
                   "precision_digits of the file (of the outputs you will fill in; default 7)")
       ->check(CLI::Range(1, 50));
   auto* fill_cmd = cases->add_subcommand(
-      "fill", "Fill a results file with the outputs of a backend this build can run (to check "
-              "the route; your framework fills it the same way)");
+      "fill",
+      "Fill a results file with the outputs of a backend this build can run (to check "
+      "the route; your framework fills it the same way)");
   fill_cmd->add_option("--results", opt->results, "The results file to fill")->required();
   fill_cmd->add_option("--backend", opt->backend, "The backend whose outputs to record")
       ->required();

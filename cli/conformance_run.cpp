@@ -172,7 +172,8 @@ void add_run_request_options(CLI::App* cmd, RunRequest* request, std::string* sh
   cmd->add_option("--device", request->device,
                   "cpu (detected), cuda (the GPU, in a build with CUDA), auto, or a simulated CPU "
                   "this one can run (cpu-scalar, cpu-avx2, ...), with :key=value overrides "
-                  "(cores=N, isa=TARGET)")
+                  "(cores=N, isa=TARGET), or smNN:emulate=1 (the fused CUDA kernels on the "
+                  "host emulator)")
       ->capture_default_str();
   cmd->add_option("--jobs", request->jobs, "Worker processes at once")->check(CLI::PositiveNumber);
   cmd->add_option("--threads", request->threads, "OpenMP threads per backend run (0 = default)")

@@ -203,7 +203,8 @@ std::function<int()> add_golden_command(CLI::App& app) {
   verify
       ->add_option("--device", opt->device,
                    "Device a --backend runs on: cpu (detected), cuda (the GPU, in a build with "
-                   "CUDA), auto, or a simulated CPU this one can run, with :key=value overrides")
+                   "CUDA), auto, or a simulated CPU this one can run, or smNN:emulate=1 (the fused "
+                   "CUDA kernels on the host emulator), with :key=value overrides")
       ->capture_default_str();
   verify->add_option("--filter", opt->filter, "Only cases whose ID contains this text");
   verify->add_flag("--quiet", opt->quiet, "Print only failures and the summary");

@@ -87,8 +87,8 @@ int run(const Options& opt) {
   }
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const StatusCounts counts = count_statuses(summary);
-  std::cout << summary_line(counts) << " (" << summary.records.size() << " results, "
-            << ids.size() << " cases, contract " << golden::format_contract(contract) << ")\n";
+  std::cout << summary_line(counts) << " (" << summary.records.size() << " results, " << ids.size()
+            << " cases, contract " << golden::format_contract(contract) << ")\n";
   if (!opt.no_report) {
     reports::write_reports(summary, opt.report_dir);
     std::cout << "report: " << opt.report_dir << "/report.html\n";

@@ -46,7 +46,7 @@ double ratio_of(double got, double want, double tol, double* abs_err) {
 // are copied back afterwards (conformance/memory_space.hpp).
 void run_backend(const Backend& backend, const Problem& p, InputBuffers& in, OutputBuffers& out,
                  const Device& device, const RunOptions& options) {
-  PlacedBuffers placed(backend.capabilities().memory, p, in, out);
+  PlacedBuffers placed(run_memory_space(backend.capabilities(), device), p, in, out);
   backend.run(p, placed.get(), device, options);
   placed.copy_back();
 }
@@ -73,6 +73,12 @@ double capture_unit(std::int64_t digits) {
 std::optional<CaseOutcome> precheck(const Backend& backend, const Problem& p,
                                     const Device& device) {
   if (auto r = validate(p); !r.empty()) return verdict(Status::invalid, r);
+  if (backend.capabilities().traits.model_only) {
+    return verdict(Status::not_supported,
+                   std::string(backend.name()) +
+                       " only models PyTorch's choice of a kernel this suite does not have: "
+                       "there is nothing to run");
+  }
   if (Support s = backend.supports(p, device); !s.ok()) {
     std::string why;
     for (const auto& reason : s.all_reasons()) why += (why.empty() ? "" : "; ") + reason;

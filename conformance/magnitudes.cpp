@@ -51,8 +51,8 @@ std::vector<double> weight_magnitudes(const Problem& p, const InputPointers& in,
                 p.dtype, in.mask,
                 b * mv.stride[0] + h * mv.stride[1] + i * mv.stride[2] + j * mv.stride[3]);
           }
-          m[x] = std::fabs(w) * (2 + std::fabs(s) + std::fabs(scale) * abs_dot +
-                                 r.lse_mag_c[row] + r.lse_mag_g[row]);
+          m[x] = std::fabs(w) * (2 + std::fabs(s) + std::fabs(scale) * abs_dot + r.lse_mag_c[row] +
+                                 r.lse_mag_g[row]);
         }
       }
   return m;

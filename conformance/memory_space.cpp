@@ -79,6 +79,14 @@ void* Mirror::data() const { return device_ + host_.data_offset(); }
 
 void Mirror::copy_back() { memory_.to_host(host_.region(), device_, host_.region_size()); }
 
+MemorySpace run_memory_space(const Capabilities& caps, const Device& device) {
+  if (caps.memory == MemorySpace::cuda_device && device.kind == DeviceKind::cuda &&
+      device.cuda.emulated) {
+    return MemorySpace::test_device;
+  }
+  return caps.memory;
+}
+
 PlacedBuffers::PlacedBuffers(MemorySpace space, const Problem& p, InputBuffers& in,
                              OutputBuffers& out) {
   const DeviceMemory* memory = device_memory(space);

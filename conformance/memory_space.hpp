@@ -25,6 +25,11 @@ class DeviceMemory {
   virtual void to_host(void* dst, const void* src, std::size_t bytes) const = 0;
 };
 
+// Where a backend's run() gets its buffers on `device`: its Capabilities::memory, except
+// that CUDA device memory on an emulated GPU (CudaProperties::emulated) is test_device
+// memory, a separate host allocation the emulated kernels read and write.
+MemorySpace run_memory_space(const Capabilities& caps, const Device& device);
+
 // The memory of `space`: nullptr for host memory (buffers are used in place). Throws
 // std::runtime_error when this build cannot reach the space (CUDA device memory in a build
 // without the CUDA runtime).

@@ -269,6 +269,10 @@ std::variant<Device, std::string> parse_device(std::string_view text) {
     } else if (key == "cudnn_nested" && gpu) {
       if (value != "0" && value != "1") return bad("expected 0 or 1");
       dev->cuda.cudnn_nested = value == "1";
+    } else if (key == "emulate" && gpu) {
+      if (value != "0" && value != "1") return bad("expected 0 or 1");
+      if (!dev->simulated) return bad("only a simulated GPU (smNN) is emulated");
+      dev->cuda.emulated = value == "1";
     } else if (key == "cores" && !gpu) {
       auto v = to_int(value);
       if (!v || *v < 1) return bad("expected a positive core count");
@@ -279,7 +283,8 @@ std::variant<Device, std::string> parse_device(std::string_view text) {
       }
     } else {
       return "device '" + whole + "': unknown option '" + key + "' for a " +
-             (gpu ? "GPU (known: cudnn, cuda, sms, cudnn_nested)" : "CPU (known: cores, isa)");
+             (gpu ? "GPU (known: cudnn, cuda, sms, cudnn_nested, emulate)"
+                  : "CPU (known: cores, isa)");
     }
     dev->name.append(":").append(opt);
   }
@@ -303,11 +308,12 @@ Device with_isa_target(Device d, std::string_view isa) {
 
 Device runnable_device(const Device& d) {
   if (d.kind != DeviceKind::cpu) {
-    if (!d.simulated) return d;
+    if (!d.simulated || d.cuda.emulated) return d;
     throw std::invalid_argument("device '" + d.name +
                                 "' is simulated: kernels cannot run on it (use `sdpa-cts explain "
                                 "--device " +
-                                d.name + "`)");
+                                d.name + "`, or " + d.name +
+                                ":emulate=1 to run the fused CUDA kernels on the host emulator)");
   }
   if (!d.simulated) return d;
   // A simulated CPU must be a subset of this one: its features restrict the ISA targets.
@@ -343,6 +349,7 @@ std::string describe_device(const Device& d) {
     s.append(std::to_string(d.cuda.cuda_runtime / 10 % 100)).append(", cuDNN ");
     s.append(cudnn_version_name(d.cuda.cudnn_version));
     if (d.cuda.cudnn_nested) s.append(", cuDNN nested tensors enabled");
+    if (d.cuda.emulated) s.append(", emulated on the host (the fused kernels only)");
     return s;
   }
   std::string isa;

@@ -54,6 +54,8 @@ struct CudaProperties {
   int cudnn_version = 0;      // cuDNN version as major*10000 + minor*100 + patch; 0 = none
   bool cudnn_nested = false;  // PyTorch's TORCH_CUDNN_SDPA_NESTED_TENSOR_ENABLED is set
                               // (cuDNN takes NestedTensor inputs only then)
+  bool emulated = false;      // a simulated GPU whose fused kernels run on the host emulator
+                              // (option emulate=1; docs/KERNELS.md, "The emulator")
 };
 
 struct Device {
@@ -104,9 +106,10 @@ Device parse_device_or_throw(std::string_view text);
 // unknown name or a target the CPU lacks.
 Device with_isa_target(Device d, std::string_view isa);
 
-// A device kernels can run on in this process: the detected CPU, or a simulated CPU whose
-// features this CPU has (the simulation then restricts the ISA targets). Throws
-// std::invalid_argument naming the device otherwise (a simulated GPU runs nothing).
+// A device kernels can run on in this process: the detected CPU, a simulated CPU whose
+// features this CPU has (the simulation then restricts the ISA targets), a detected GPU, or
+// a simulated GPU with emulate=1 (its fused kernels run on the host emulator). Throws
+// std::invalid_argument naming the device otherwise (any other simulated GPU runs nothing).
 Device runnable_device(const Device& d);
 
 // "sm80", "sm121" (compute capability names).

@@ -2,6 +2,7 @@
 // cuda/sdp_utils.cpp), docs/DISPATCH.md; with CUDA in the build, run() is the
 // FlashAttention-2 style tensor-core kernel of flash_kernel.cu.
 #include "kernels/cuda/descriptor.hpp"
+#include "kernels/cuda/emulator/emulated_kernels.hpp"
 #include "kernels/cuda/plan_builder.hpp"
 
 namespace sdpa::cuda {
@@ -65,12 +66,18 @@ class Flash final : public detail::DescriptorBackend {
     return s;
   }
 
-#ifdef SDPA_CTS_HAVE_CUDA
+  // On a GPU: the CUDA kernel; on an emulated GPU (device option emulate=1): the same kernel
+  // body on the host emulator, with host buffers (conformance/memory_space.hpp).
   void run(const Problem& p, const Buffers& buf, const Device& device,
            const RunOptions&) const override {
+    if (device.cuda.emulated)
+      return emu::run_flash_plan(detail::make_plan(p, buf), detail::launch_device(device));
+#ifdef SDPA_CTS_HAVE_CUDA
     detail::run_flash_plan(detail::make_plan(p, buf), detail::launch_device(device));
-  }
+#else
+    detail::no_kernels(name(), false);
 #endif
+  }
 
  private:
   // FlashAttention-2 aligns causal masks bottom-right; a top-left mask only means the same

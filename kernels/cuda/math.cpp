@@ -40,6 +40,10 @@ class Math final : public detail::DescriptorBackend {
   Support supports(const Problem& p, const Device& device) const override {
     Support s;
     if (!detail::check_cuda_device(capabilities(), device, s)) return s;
+    if (device.cuda.emulated) {
+      s.decline("the host emulator runs the fused kernels only; cuda.math is cuBLAS");
+      return s;
+    }
     check_capabilities(capabilities(), p, device, s);
     return s;
   }

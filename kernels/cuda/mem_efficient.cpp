@@ -2,6 +2,7 @@
 // in its cuda/sdp_utils.cpp), docs/DISPATCH.md; with CUDA in the build, run() is the SIMT
 // kernel of mem_efficient_kernel.cu.
 #include "kernels/cuda/descriptor.hpp"
+#include "kernels/cuda/emulator/emulated_kernels.hpp"
 #include "kernels/cuda/plan_builder.hpp"
 
 namespace sdpa::cuda {
@@ -99,12 +100,17 @@ class MemEfficient final : public detail::DescriptorBackend {
     return s;
   }
 
-#ifdef SDPA_CTS_HAVE_CUDA
+  // On a GPU: the CUDA kernel; on an emulated GPU (device option emulate=1): the same kernel
+  // body on the host emulator, with host buffers (conformance/memory_space.hpp).
   void run(const Problem& p, const Buffers& buf, const Device& device,
            const RunOptions&) const override {
+    if (device.cuda.emulated) return emu::run_mem_efficient_plan(detail::make_plan(p, buf));
+#ifdef SDPA_CTS_HAVE_CUDA
     detail::run_mem_efficient_plan(detail::make_plan(p, buf), detail::launch_device(device));
-  }
+#else
+    detail::no_kernels(name(), false);
 #endif
+  }
 };
 
 }  // namespace

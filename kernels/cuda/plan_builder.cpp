@@ -81,7 +81,7 @@ AttentionPlan make_plan(const Problem& p, const Buffers& buf) {
 LaunchDevice launch_device(const Device& device) {
   LaunchDevice d;
   d.sm = device.cuda.sm;
-  d.sm_count = device.simulated ? 0 : device.cuda.sm_count;
+  d.sm_count = device.cuda.sm_count;  // a simulated (emulated) GPU has its table's count
   return d;
 }
 

@@ -77,7 +77,7 @@ TEST(Device, OverrideErrorsNameTheOption) {
             "device 'cpu-avx2:cores=-1': option 'cores': expected a positive core count, got '-1'");
   EXPECT_EQ(error_of("sm90:cores=4"),
             "device 'sm90:cores=4': unknown option 'cores' for a GPU (known: cudnn, cuda, sms, "
-            "cudnn_nested)");
+            "cudnn_nested, emulate)");
   EXPECT_EQ(error_of("cpu-avx2:cudnn=9.1.0"),
             "device 'cpu-avx2:cudnn=9.1.0': unknown option 'cudnn' for a CPU (known: cores, isa)");
   EXPECT_EQ(error_of("sm90:fast"), "device 'sm90:fast': option 'fast' is not key=value");
@@ -151,7 +151,30 @@ TEST(Device, IsaTargetOverrideChoosesATargetTheCpuHas) {
             "avx2, avx512, avx512bf16)");
   EXPECT_EQ(error_of("sm80:isa=avx2"),
             "device 'sm80:isa=avx2': unknown option 'isa' for a GPU (known: cudnn, cuda, sms, "
-            "cudnn_nested)");
+            "cudnn_nested, emulate)");
+}
+
+// emulate=1: a simulated GPU whose fused kernels run on the host emulator, and the one
+// simulated GPU that kernels can run on.
+TEST(Device, EmulatedGpu) {
+  const Device d = parse_device_or_throw("sm80:emulate=1");
+  EXPECT_TRUE(d.cuda.emulated);
+  EXPECT_TRUE(d.simulated);
+  EXPECT_EQ(runnable_device(d).name, "sm80:emulate=1");
+  EXPECT_NE(describe_device(d).find("emulated on the host"), std::string::npos);
+  EXPECT_FALSE(parse_device_or_throw("sm80:emulate=0").cuda.emulated);
+  EXPECT_EQ(error_of("sm80:emulate=yes"),
+            "device 'sm80:emulate=yes': option 'emulate': expected 0 or 1, got 'yes'");
+  EXPECT_EQ(error_of("cpu-avx2:emulate=1"),
+            "device 'cpu-avx2:emulate=1': unknown option 'emulate' for a CPU (known: cores, isa)");
+  try {
+    runnable_device(parse_device_or_throw("sm80"));
+    FAIL() << "a simulated GPU ran";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("sm80:emulate=1 to run the fused CUDA kernels"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Device, DetectedCpuRunsItsBestTarget) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "conformance/check_case.hpp"
 #include "core/cuda_runtime.hpp"
 #include "test_backends.hpp"
 
@@ -66,6 +67,23 @@ TEST(CudaRules, CudnnIsAModelWithoutAKernel) {
               "cuda.cudnn: no kernel: it models PyTorch's choice of a kernel this suite does not "
               "have");
   }
+}
+
+// On an emulated GPU (emulate=1) the fused kernels run on the host emulator; cuda.math is
+// cuBLAS and declines, and the judge never runs cuda.cudnn, a model.
+TEST(CudaRules, EmulatedGpu) {
+  const Device emu = parse_device_or_throw("sm80:emulate=1");
+  EXPECT_TRUE(accepts(flash, kBase, "sm80:emulate=1"));
+  EXPECT_TRUE(accepts(mem, kBase, "sm80:emulate=1"));
+  EXPECT_TRUE(declines_with(math, kBase, "sm80:emulate=1",
+                            "the host emulator runs the fused kernels only; cuda.math is cuBLAS"));
+  const auto out = conformance::check_case(cudnn, parse_case_id_or_throw(kBase), emu);
+  EXPECT_EQ(out.status, conformance::Status::not_supported);
+  EXPECT_EQ(out.message,
+            "cuda.cudnn only models PyTorch's choice of a kernel this suite does not have: there "
+            "is nothing to run");
+  const auto ran = conformance::check_case(flash, parse_case_id_or_throw(kBase), emu);
+  EXPECT_EQ(ran.status, conformance::Status::pass) << ran.message;
 }
 
 // Without the CUDA runtime in the build, the kernels' run() says so; with it and no GPU,

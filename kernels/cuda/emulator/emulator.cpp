@@ -9,6 +9,23 @@
 #include <stdexcept>
 #include <vector>
 
+// AddressSanitizer must be told about every stack switch (its fiber API), or it reports the
+// fibers' stacks as errors.
+#if defined(__SANITIZE_ADDRESS__)
+#define SDPA_CTS_ASAN_FIBERS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SDPA_CTS_ASAN_FIBERS 1
+#endif
+#endif
+#if defined(SDPA_CTS_ASAN_FIBERS)
+extern "C" {
+void __sanitizer_start_switch_fiber(void** fake_stack_save, const void* bottom, std::size_t size);
+void __sanitizer_finish_switch_fiber(void* fake_stack_save, const void** bottom_old,
+                                     std::size_t* size_old);
+}
+#endif
+
 namespace sdpa::cuda::emu {
 namespace {
 
@@ -110,6 +127,8 @@ struct Block {
   Barrier barrier;
   std::vector<char> flags;  // sync_threads_or, one per thread
   ucontext_t scheduler{};
+  const void* scheduler_stack = nullptr;  // the scheduler's stack (AddressSanitizer's fibers)
+  std::size_t scheduler_stack_size = 0;
   int current = -1;
   unsigned long long progress = 0;  // arrivals, releases and finished threads
   std::string error;
@@ -123,9 +142,35 @@ Fiber& me() {
   return g_block->fibers[static_cast<std::size_t>(g_block->current)];
 }
 
+// Stack switches, announced to AddressSanitizer when it is on.
+void to_fiber(Block& b, Fiber& f) {
+#if defined(SDPA_CTS_ASAN_FIBERS)
+  void* fake = nullptr;
+  __sanitizer_start_switch_fiber(&fake, f.stack.data(), f.stack.size());
+  swapcontext(&b.scheduler, &f.context);
+  __sanitizer_finish_switch_fiber(fake, &b.scheduler_stack, &b.scheduler_stack_size);
+#else
+  swapcontext(&b.scheduler, &f.context);
+#endif
+}
+void entered_fiber(Block& b) {
+#if defined(SDPA_CTS_ASAN_FIBERS)
+  __sanitizer_finish_switch_fiber(nullptr, &b.scheduler_stack, &b.scheduler_stack_size);
+#else
+  (void)b;
+#endif
+}
+
 void yield() {
   Fiber& f = me();
+#if defined(SDPA_CTS_ASAN_FIBERS)
+  void* fake = nullptr;
+  __sanitizer_start_switch_fiber(&fake, g_block->scheduler_stack, g_block->scheduler_stack_size);
   swapcontext(&f.context, &g_block->scheduler);
+  __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
+#else
+  swapcontext(&f.context, &g_block->scheduler);
+#endif
 }
 
 void arrive_and_wait(Barrier& b) {
@@ -144,6 +189,7 @@ int lane() { return me().tid % 32; }
 
 void entry() {
   Block& b = *g_block;
+  entered_fiber(b);
   Fiber& f = b.fibers[static_cast<std::size_t>(b.current)];
   try {
     (*b.body)(b.smem);
@@ -152,7 +198,10 @@ void entry() {
   }
   f.done = true;
   ++b.progress;
-  // returns to uc_link (the scheduler)
+#if defined(SDPA_CTS_ASAN_FIBERS)
+  // This fiber ends: returning goes to uc_link (the scheduler).
+  __sanitizer_start_switch_fiber(nullptr, b.scheduler_stack, b.scheduler_stack_size);
+#endif
 }
 
 void check_shared(const void* p, std::size_t bytes, const char* what) {
@@ -212,7 +261,7 @@ void run_block(Block& b, long long blk) {
       if (f.done) continue;
       all_done = false;
       b.current = t;
-      swapcontext(&b.scheduler, &f.context);
+      to_fiber(b, f);
       b.current = -1;
     }
     if (!b.error.empty()) {
