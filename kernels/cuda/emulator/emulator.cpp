@@ -148,11 +148,12 @@ void to_fiber(Block& b, Fiber& f) {
   void* fake = nullptr;
   __sanitizer_start_switch_fiber(&fake, f.stack.data(), f.stack.size());
   swapcontext(&b.scheduler, &f.context);
-  __sanitizer_finish_switch_fiber(fake, &b.scheduler_stack, &b.scheduler_stack_size);
+  __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);  // back on the scheduler's stack
 #else
   swapcontext(&b.scheduler, &f.context);
 #endif
 }
+// First code on a fiber's stack: learns the scheduler's stack (the one switched from).
 void entered_fiber(Block& b) {
 #if defined(SDPA_CTS_ASAN_FIBERS)
   __sanitizer_finish_switch_fiber(nullptr, &b.scheduler_stack, &b.scheduler_stack_size);
