@@ -7,15 +7,24 @@
 # is printed. Meant to finish within 8 minutes on an H200; run it with a timeout that leaves
 # room for a rerun.
 #
-#   scripts/gpu-check.sh [--out DIR] [--build DIR] [--backends B,...] [--jobs N] [--quick]
+#   scripts/gpu-check.sh [--out DIR] [--build DIR] [--prebuilt] [--sanitize] [--backends B,...]
+#                        [--jobs N] [--quick]
 #
 # --quick: the smoke tier only, and the 4k shapes. Exit code: 0 when every tier run passed.
+# --prebuilt: use the sdpa-cts already built in --build DIR (for a GPU machine that lacks the
+# build's Debian packages: build here with scripts/gpu-prebuild.sh, carry DIR). Libraries the
+# binary cannot find are looked up in DIR/runtime-libs, then in the CUDA toolkit and the
+# Python environment's NVIDIA wheels (cuBLAS).
+# --sanitize: after the tiers, compute-sanitizer's memcheck, racecheck, synccheck and initcheck
+# on a few small cases of each kernel (60 s each at most).
 set -uo pipefail
 out=${OUT:-gpu-check}
 build=build/gpu
 backends=cuda.flash,cuda.mem_efficient,cuda.math
 jobs=8
 quick=0
+prebuilt=0
+sanitize=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
@@ -23,7 +32,9 @@ while [ $# -gt 0 ]; do
     --backends) backends=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     --quick) quick=1; shift ;;
-    *) echo "usage: $0 [--out DIR] [--build DIR] [--backends B,...] [--jobs N] [--quick]" >&2; exit 2 ;;
+    --prebuilt) prebuilt=1; shift ;;
+    --sanitize) sanitize=1; shift ;;
+    *) echo "usage: $0 [--out DIR] [--build DIR] [--prebuilt] [--sanitize] [--backends B,...] [--jobs N] [--quick]" >&2; exit 2 ;;
   esac
 done
 mkdir -p "$out"
@@ -37,16 +48,42 @@ say "== gpu-check $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git rev-parse --short
 nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || say "nvidia-smi failed (see nvidia-smi.txt)"
 head -n 15 "$out/nvidia-smi.txt" >> "$summary"
 
-say "== build ($build, CUDA architectures of this GPU)"
-if ! { cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSDPA_CTS_CUDA=ON \
-         -DCMAKE_CUDA_ARCHITECTURES=native -DSDPA_CTS_BUILD_TESTS=OFF &&
-       cmake --build "$build" -j "$(nproc)" --target sdpa-cts; } > "$out/build.log" 2>&1; then
-  tail -n 30 "$out/build.log" | tee -a "$summary"
-  say "build FAILED after $(elapsed) s"
-  exit 1
+if [ "$prebuilt" = 0 ]; then
+  say "== build ($build, CUDA architectures of this GPU)"
+  if ! { cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSDPA_CTS_CUDA=ON \
+           -DCMAKE_CUDA_ARCHITECTURES=native -DSDPA_CTS_BUILD_TESTS=OFF &&
+         cmake --build "$build" -j "$(nproc)" --target sdpa-cts; } > "$out/build.log" 2>&1; then
+    tail -n 30 "$out/build.log" | tee -a "$summary"
+    say "build FAILED after $(elapsed) s"
+    exit 1
+  fi
 fi
 cli=$build/cli/sdpa-cts
-say "built in $(elapsed) s"
+if [ "$prebuilt" = 1 ]; then
+  [ -x "$cli" ] || { say "--prebuilt: no $cli (scripts/gpu-prebuild.sh makes it)"; exit 1; }
+  if [ -f "$build/runtime-libs.tar.xz" ] && [ ! -d "$build/runtime-libs" ]; then
+    tar -xJf "$build/runtime-libs.tar.xz" -C "$build"
+  fi
+  # The tiers and golden sets of this checkout, not of the tree the binary was built in.
+  export SDPA_CTS_DATA_DIR=$PWD
+fi
+# Libraries the binary does not find on this machine: the carried ones first, then cuBLAS
+# from the CUDA toolkit or from the NVIDIA wheels of the Python environment.
+if ldd "$cli" 2>/dev/null | grep -q "not found"; then
+  export LD_LIBRARY_PATH=$(cd "$build" && pwd)/runtime-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  for lib in $(ldd "$cli" | awk '/not found/ {print $1}'); do
+    hit=$(find /usr/local/cuda*/ /opt /usr/lib /usr/local/lib -name "$lib" 2>/dev/null | head -n 1)
+    if [ -n "$hit" ]; then LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$(dirname "$hit"); fi
+  done
+  say "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+fi
+ldd "$cli" > "$out/ldd.txt" 2>&1
+if grep -q "not found" "$out/ldd.txt"; then
+  grep "not found" "$out/ldd.txt" | tee -a "$summary"
+  say "sdpa-cts cannot load on this machine"
+  exit 1
+fi
+say "sdpa-cts ready at $(elapsed) s"
 
 say "== device"
 "$cli" explain --device cuda --case b1.hq32.l1.s8192.dqk128.bf16 2>&1 | tee "$out/device.txt" | head -n 3 | tee -a "$summary"
@@ -65,6 +102,31 @@ for tier in "${tiers[@]}"; do
   fi
   tail -n 3 "$out/run-$tier.log" | tee -a "$summary"
 done
+
+if [ "$sanitize" = 1 ]; then
+  say "== compute-sanitizer on small cases, at $(elapsed) s"
+  # Tile edges, causal, split-KV decode, GQA with packed rows, dropout (f16 for cuda.flash;
+  # mem_efficient takes the same IDs).
+  san_cases=(b1.hq2.l17.s33.dqk64.f16.seed1.gen=normal
+             b2.hq4.hkv2.l33.s47.dqk64.bf16.causal=br.lse.seed2.gen=normal
+             b1.hq1.l1.s600.dqk128.bf16.seed10.gen=normal
+             b2.hq2.l20.s30.dqk16.f16.qlen=20_5.kvlen=30_7.packed.seed5.gen=normal
+             b1.hq2.l32.s32.dqk32.f16.p0.25.dseed9.seed6.gen=normal)
+  sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -n 1)
+  [ -n "$sanitizer" ] || say "compute-sanitizer not found"
+  case_flags=()
+  for c in "${san_cases[@]}"; do case_flags+=(--case "$c"); done
+  for tool in memcheck racecheck synccheck initcheck; do
+    for b in cuda.flash cuda.mem_efficient; do
+      log=$out/sanitize-$tool-$b.log
+      timeout 60 "${sanitizer:-compute-sanitizer}" --tool "$tool" --target-processes all --error-exitcode 99 \
+        "$cli" run --device cuda --backend "$b" "${case_flags[@]}" --jobs 1 --no-report > "$log" 2>&1
+      rc=$?
+      [ "$rc" = 0 ] || status=1
+      say "$tool $b: rc $rc, $(grep -E -m1 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" || echo 'no summary')"
+    done
+  done
+fi
 
 say "== bench (docs/PERFORMANCE.md's GPU shapes), at $(elapsed) s"
 shapes=(b1.hq16.l4096.s4096.dqk128.bf16 b1.hq16.l4096.s4096.dqk128.bf16.causal=tl)
