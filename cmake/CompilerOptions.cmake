@@ -9,7 +9,9 @@ target_compile_options(sdpa_options INTERFACE
   -fno-math-errno>
   # The same policy in CUDA device code: no multiply-add contracted by the compiler.
   $<$<COMPILE_LANGUAGE:CUDA>:--fmad=false>)
-target_include_directories(sdpa_options INTERFACE ${PROJECT_SOURCE_DIR})
+# The project root (for "core/...", "kernels/...") and include/ (the public C headers,
+# "sdpa_cts/params.h" and "sdpa_cts/plugin.h").
+target_include_directories(sdpa_options INTERFACE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include)
 target_compile_definitions(sdpa_options INTERFACE
   SDPA_CTS_VERSION="${PROJECT_VERSION}")
 if(SDPA_CTS_FUZZ)

@@ -20,6 +20,7 @@
 #include "kernels/cpu/cpu_backends.hpp"
 #include "kernels/cpu/flash_kernel.hpp"
 #include "kernels/cpu/isa_target.hpp"
+#include "kernels/lowered_problem.hpp"
 
 namespace sdpa::cpu {
 namespace {
@@ -148,55 +149,11 @@ void FlashBackend::run(const Problem& p, const Buffers& buf, const Device& devic
   }
 
   const i64 B = p.batch, Hq = p.heads_q, L = p.len_q;
-  std::vector<i64> lens_q(static_cast<std::size_t>(B)), lens_kv(static_cast<std::size_t>(B));
-  for (i64 b = 0; b < B; ++b) {
-    lens_q[b] = seqlen_q(p, b);
-    lens_kv[b] = seqlen_kv(p, b);
-  }
-  const std::vector<i64> cu_q = cu_seqlens_q(p), cu_kv = cu_seqlens_kv(p);
-
+  const LoweredProblem lowered(p, buf);
   Params P;
-  P.batch = B;
-  P.heads_q = Hq;
-  P.heads_kv = p.heads_kv;
-  P.group = p.heads_kv > 0 ? Hq / p.heads_kv : 1;
-  P.len_q = L;
-  P.len_kv = p.len_kv;
-  P.dqk = p.head_dim_qk;
-  P.dv = p.head_dim_v;
-  P.dtype = p.dtype;
-  P.q = buf.q;
-  P.k = buf.k;
-  P.v = buf.v;
-  P.mask = buf.mask;
-  P.o = buf.o;
-  P.lse = p.want_lse ? buf.lse : nullptr;
-  const StridedView mv = mask_view(p);
-  for (int d = 0; d < 4; ++d) {
-    P.qs[d] = p.q.stride[d];
-    P.ks[d] = p.k.stride[d];
-    P.vs[d] = p.v.stride[d];
-    P.os[d] = p.o.stride[d];
-    P.ms[d] = mv.stride[d];
-  }
-  P.packed = p.packed;
-  P.cu_q = cu_q.data();
-  P.cu_kv = cu_kv.data();
-  P.lens_q = lens_q.data();
-  P.lens_kv = lens_kv.data();
-  P.causal = p.causal == Causal::top_left ? 1 : p.causal == Causal::bottom_right ? 2 : 0;
-  P.window = p.window.enabled;
-  P.win_left = p.window.left;
-  P.win_right = p.window.right;
-  P.win_br = p.window.align == Align::bottom_right;
-  P.mask_kind = p.mask == MaskKind::boolean ? 1 : p.mask == MaskKind::additive ? 2 : 0;
-  P.scale = effective_scale(p);
-  P.softcap = static_cast<float>(p.softcap);
-  P.dropout = p.dropout_p > 0;
-  P.drop_threshold = P.dropout ? dropout_threshold(p.dropout_p) : 0;
-  P.drop_seed = p.dropout_seed;
-  P.drop_offset = p.dropout_offset;
-  P.keep_scale = P.dropout ? 1.0 / (1.0 - p.dropout_p) : 1.0;
+  static_cast<sdpa_cts_params&>(P) = lowered.params();
+  P.softcap_f32 = static_cast<float>(p.softcap);
+  const i64* lens_q = P.seqlens_q;
   // vdpbf16ps: AMD Zen 4 runs it at twice its f32 FMA rate, while the Intel Xeons measured
   // here run it at a quarter of the zmm FMA rate (docs/PERFORMANCE.md). bf16 therefore
   // takes the vdpbf16ps kernel when the avx512bf16 target is forced, or chosen on an AMD
@@ -204,9 +161,8 @@ void FlashBackend::run(const Problem& p, const Buffers& buf, const Device& devic
   // bits stay the same from run to run.
   static const bool fast_bf16_dot = __builtin_cpu_is("amd");
   P.bf16_dot = target == IsaTarget::avx512bf16 && p.dtype == DType::bf16 &&
-               (device.cpu.isa_chosen || fast_bf16_dot) &&
-               !holds_bf16_subnormal(buf.v, v_view(p));
-  P.scratch = scratch_layout(P.dqk, P.dv, P.dropout, P.bf16_dot);
+               (device.cpu.isa_chosen || fast_bf16_dot) && !holds_bf16_subnormal(buf.v, v_view(p));
+  P.scratch = scratch_layout(P.head_dim_qk, P.head_dim_v, P.dropout_p > 0, P.bf16_dot);
 
   // Query rows beyond L_b (padding): O = 0 (unpacked layout only) and LSE = -inf.
   const std::size_t es = dtype_size(p.dtype);
@@ -215,8 +171,9 @@ void FlashBackend::run(const Problem& p, const Buffers& buf, const Device& devic
       for (i64 i = lens_q[b]; i < L; ++i) {
         if (P.lse) P.lse[(b * Hq + h) * L + i] = -std::numeric_limits<float>::infinity();
         if (p.packed) continue;
-        for (i64 d = 0; d < P.dv; ++d) {
-          const i64 off = b * P.os[0] + h * P.os[1] + i * P.os[2] + d * P.os[3];
+        for (i64 d = 0; d < P.head_dim_v; ++d) {
+          const i64 off =
+              b * P.o_stride[0] + h * P.o_stride[1] + i * P.o_stride[2] + d * P.o_stride[3];
           std::memset(static_cast<unsigned char*>(buf.o) + off * static_cast<i64>(es), 0, es);
         }
       }

@@ -25,6 +25,7 @@
 
 #include "core/dtype.hpp"
 #include "core/philox.hpp"
+#include "kernels/attended_keys.hpp"
 #include "kernels/cpu/flash_kernel.hpp"
 #include "kernels/cpu/overflow_guard.hpp"
 #include "kernels/cpu/simd/simd.hpp"
@@ -54,6 +55,8 @@ constexpr bool kBf16Pairs = false;
 inline i64 imin(i64 a, i64 b) { return a < b ? a : b; }
 inline i64 imax(i64 a, i64 b) { return a > b ? a : b; }
 inline i64 round_up(i64 a, i64 m) { return (a + m - 1) / m * m; }
+// The element type of Q, K, V, O (the lowered problem's code is the DType's value).
+inline DType elem_type(const Params& p) { return static_cast<DType>(p.dtype); }
 
 // ================================================================== rows of elements
 
@@ -263,21 +266,6 @@ struct Panel {
   bool full = false;  // every row attends every key of [0, n): no masking needed
 };
 
-// The attended key interval [lo, hi] of query row i (empty when lo > hi): causal, window
-// and key padding, SEMANTICS.md step 5.
-inline void row_interval(const Params& p, i64 i, i64 lb, i64 sb, i64* lo, i64* hi) {
-  i64 a = 0, z = sb - 1;
-  if (p.causal == 1) z = imin(z, i);
-  if (p.causal == 2) z = imin(z, i + sb - lb);
-  if (p.window) {
-    const i64 off = p.win_br ? sb - lb : 0;
-    if (p.win_left >= 0) a = imax(a, i + off - p.win_left);
-    if (p.win_right >= 0) z = imin(z, i + off + p.win_right);
-  }
-  *lo = a;
-  *hi = z;
-}
-
 // Online softmax of rows [r, r + W) over keys [ja, jb) of the block. st holds x, the logits
 // in units where the base-2 logit is x * c (c > 0): masks keys outside each row's
 // [rlo, rhi) unless `full`, updates the running max m (of x) and sum l, leaves the rescale
@@ -352,18 +340,19 @@ T* at(unsigned char* base, std::size_t off) {
 void run_item(const Params& p, const Item& it, unsigned char* scr) {
   const ScratchLayout& sl = p.scratch;
   const i64 b = it.b;
-  const i64 lb = p.lens_q[b], sb = p.lens_kv[b];
+  const i64 lb = p.seqlens_q[b], sb = p.seqlens_kv[b];
   const i64 R = it.ng * it.ni;
   const i64 Rp = round_up(R, kRowAlign);
-  const i64 Dq = p.dqk, Dv = p.dv;
-  const i64 cq = p.packed ? p.cu_q[b] : 0, ck = p.packed ? p.cu_kv[b] : 0;
-  const i64 qbase = p.packed ? 0 : b * p.qs[0];
-  const i64 kbase = (p.packed ? 0 : b * p.ks[0]) + it.hkv * p.ks[1];
-  const i64 vbase = (p.packed ? 0 : b * p.vs[0]) + it.hkv * p.vs[1];
-  const i64 obase = p.packed ? 0 : b * p.os[0];
+  const i64 Dq = p.head_dim_qk, Dv = p.head_dim_v;
+  const i64 cq = p.packed ? p.cu_seqlens_q[b] : 0, ck = p.packed ? p.cu_seqlens_kv[b] : 0;
+  const i64 qbase = p.packed ? 0 : b * p.q_stride[0];
+  const i64 kbase = (p.packed ? 0 : b * p.k_stride[0]) + it.hkv * p.k_stride[1];
+  const i64 vbase = (p.packed ? 0 : b * p.v_stride[0]) + it.hkv * p.v_stride[1];
+  const i64 obase = p.packed ? 0 : b * p.o_stride[0];
   const i64 h0 = it.hkv * p.group + it.g0;  // query head of tile row 0
   const bool bf16_dot = kBf16Pairs && p.bf16_dot;
-  const bool prescale = p.mask_kind != 0 || p.softcap > 0;  // elementwise logit pass
+  const bool prescale =
+      p.mask_kind != SDPA_CTS_MASK_NONE || p.softcap_f32 > 0;  // elementwise logit pass
   const float scale_f = static_cast<float>(p.scale);
   // Logit units (softmax_rows): with an elementwise pass, x is the natural-log logit and
   // c = log2(e); without one, x = Q.K with the sign of the scale folded into Q (exactly) and
@@ -394,10 +383,13 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
   (void)VB;
 
   // Each row's attended key interval, and their union.
+  const KeyStructure structure = key_structure(p);
   i64 jmin = sb, jmax = -1;
   for (i64 r = 0; r < Rp; ++r) {
     if (r < R) {
-      row_interval(p, it.i0 + r % it.ni, lb, sb, &lo[r], &hi[r]);
+      const KeyInterval keys = attended_keys(structure, it.i0 + r % it.ni, lb, sb);
+      lo[r] = keys.lo;
+      hi[r] = keys.hi - 1;  // inclusive here
       if (lo[r] <= hi[r]) {
         jmin = imin(jmin, lo[r]);
         jmax = imax(jmax, hi[r]);
@@ -410,7 +402,7 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
 
   // Q tile, transposed.
   auto q_offset = [&](i64 r) {
-    return qbase + (h0 + r / it.ni) * p.qs[1] + (cq + it.i0 + r % it.ni) * p.qs[2];
+    return qbase + (h0 + r / it.ni) * p.q_stride[1] + (cq + it.i0 + r % it.ni) * p.q_stride[2];
   };
 #if defined(SDPA_SIMD_HAS_BF16_PAIRS)
   std::uint32_t* QT2 = at<std::uint32_t>(scr, sl.qt2);
@@ -422,7 +414,7 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
   auto load_qt_f32 = [&] {
     for (i64 r = 0; r < Rp; ++r) {
       if (r < R) {
-        load_row(p.dtype, p.q, q_offset(r), p.qs[3], Dq, tmp);
+        load_row(elem_type(p), p.q, q_offset(r), p.q_stride[3], Dq, tmp);
         for (i64 d = 0; d < Dq; ++d) {
           QT[d * Rp + r] = static_cast<float>(static_cast<double>(tmp[d]) * qscale);
         }
@@ -437,7 +429,7 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
       auto* row = reinterpret_cast<std::uint16_t*>(tmp);
       for (i64 r = 0; r < Rp; ++r) {
         if (r < R) {
-          load_row_bits(p.q, q_offset(r), p.qs[3], Dq, row);
+          load_row_bits(p.q, q_offset(r), p.q_stride[3], Dq, row);
           for (i64 e = 0; e < Dq2; ++e)
             QT2[e * Rp + r] = (row[2 * e] | (std::uint32_t(row[2 * e + 1]) << 16)) ^
                               (negate_q ? 0x80008000u : 0u);
@@ -451,9 +443,9 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
     }
   }
 
-  const bool direct_k = !bf16_dot && p.dtype == DType::f32 && p.ks[3] == 1;
-  const bool direct_v = !bf16_dot && p.dtype == DType::f32 && p.vs[3] == 1;
-  const i64 ldk = direct_k ? p.ks[2] : Dq, ldv = direct_v ? p.vs[2] : Dv;
+  const bool direct_k = !bf16_dot && elem_type(p) == DType::f32 && p.k_stride[3] == 1;
+  const bool direct_v = !bf16_dot && elem_type(p) == DType::f32 && p.v_stride[3] == 1;
+  const i64 ldk = direct_k ? p.k_stride[2] : Dq, ldv = direct_v ? p.v_stride[2] : Dv;
 
   // Overflow guard (overflow_guard.hpp): pass 0 runs with P as is; rows whose O^T left the
   // f32 range are flagged in `redo` and computed again in pass 1 with P scaled by 2^-shift.
@@ -531,13 +523,13 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
 #if defined(SDPA_SIMD_HAS_BF16_PAIRS)
         // K rows are used in place as bf16 pairs when whole pairs are contiguous and the block
         // needs no zero key to complete its last pair; else copied with zero padding.
-        if (p.ks[3] == 1 && Dq % 2 == 0 && p.ks[2] % 2 == 0 && n % 2 == 0) {
+        if (p.k_stride[3] == 1 && Dq % 2 == 0 && p.k_stride[2] % 2 == 0 && n % 2 == 0) {
           kb2blk = reinterpret_cast<const u32a*>(static_cast<const std::uint16_t*>(p.k) + kbase +
-                                                 kvrow * p.ks[2]);
-          ldk2 = p.ks[2] / 2;
+                                                 kvrow * p.k_stride[2]);
+          ldk2 = p.k_stride[2] / 2;
         } else {
           for (i64 jj = 0; jj < n; ++jj) {
-            load_row_bits(p.k, kbase + (kvrow + jj) * p.ks[2], p.ks[3], Dq,
+            load_row_bits(p.k, kbase + (kvrow + jj) * p.k_stride[2], p.k_stride[3], Dq,
                           reinterpret_cast<std::uint16_t*>(KB2 + jj * Dq2));
           }
           if (n & 1) std::memset(KB2 + n * Dq2, 0, static_cast<std::size_t>(Dq2) * 4);
@@ -548,17 +540,17 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
         for (i64 jp = 0; 2 * jp < n; ++jp) {
           const std::uint16_t* ra = ta;
           const std::uint16_t* rb = tb;
-          if (p.vs[3] == 1) {
-            ra = vsrc + (kvrow + 2 * jp) * p.vs[2];
+          if (p.v_stride[3] == 1) {
+            ra = vsrc + (kvrow + 2 * jp) * p.v_stride[2];
           } else {
-            load_row_bits(p.v, vbase + (kvrow + 2 * jp) * p.vs[2], p.vs[3], Dv, ta);
+            load_row_bits(p.v, vbase + (kvrow + 2 * jp) * p.v_stride[2], p.v_stride[3], Dv, ta);
           }
           if (2 * jp + 1 >= n) {
             std::memset(tb, 0, static_cast<std::size_t>(Dv) * 2);
-          } else if (p.vs[3] == 1) {
-            rb = vsrc + (kvrow + 2 * jp + 1) * p.vs[2];
+          } else if (p.v_stride[3] == 1) {
+            rb = vsrc + (kvrow + 2 * jp + 1) * p.v_stride[2];
           } else {
-            load_row_bits(p.v, vbase + (kvrow + 2 * jp + 1) * p.vs[2], p.vs[3], Dv, tb);
+            load_row_bits(p.v, vbase + (kvrow + 2 * jp + 1) * p.v_stride[2], p.v_stride[3], Dv, tb);
           }
           std::uint32_t* dst = VP2 + jp * Dv;
           i64 d = 0;
@@ -570,17 +562,19 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
         // f32 rows with unit head-dim stride are read in place; anything else is converted
         // into the contiguous block.
         if (direct_k) {
-          kblk = static_cast<const float*>(p.k) + kbase + kvrow * p.ks[2];
+          kblk = static_cast<const float*>(p.k) + kbase + kvrow * p.k_stride[2];
         } else {
           for (i64 jj = 0; jj < n; ++jj) {
-            load_row(p.dtype, p.k, kbase + (kvrow + jj) * p.ks[2], p.ks[3], Dq, KB + jj * Dq);
+            load_row(elem_type(p), p.k, kbase + (kvrow + jj) * p.k_stride[2], p.k_stride[3], Dq,
+                     KB + jj * Dq);
           }
         }
         if (direct_v) {
-          vblk = static_cast<const float*>(p.v) + vbase + kvrow * p.vs[2];
+          vblk = static_cast<const float*>(p.v) + vbase + kvrow * p.v_stride[2];
         } else {
           for (i64 jj = 0; jj < n; ++jj) {
-            load_row(p.dtype, p.v, vbase + (kvrow + jj) * p.vs[2], p.vs[3], Dv, VB + jj * Dv);
+            load_row(elem_type(p), p.v, vbase + (kvrow + jj) * p.v_stride[2], p.v_stride[3], Dv,
+                     VB + jj * Dv);
           }
         }
       }
@@ -609,25 +603,27 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
         if (prescale) {
           for (i64 r = pn.r0; r < rend; ++r) {
             const i64 h = h0 + r / it.ni, i = it.i0 + r % it.ni;
-            const i64 mo = b * p.ms[0] + h * p.ms[1] + i * p.ms[2] + j0 * p.ms[3];
+            const i64 mo = b * p.mask_stride[0] + h * p.mask_stride[1] + i * p.mask_stride[2] +
+                           j0 * p.mask_stride[3];
             for (i64 j = ja; j < jc; ++j) {
               float s = ST[j * Rp + r] * scale_f;
-              if (p.softcap > 0) s = p.softcap * __builtin_tanhf(s / p.softcap);
-              if (p.mask_kind == 2) {
-                s += load_one(p.dtype, p.mask, mo + j * p.ms[3]);
-              } else if (p.mask_kind == 1) {
-                if (static_cast<const std::uint8_t*>(p.mask)[mo + j * p.ms[3]] == 0) s = kNegInf;
+              if (p.softcap_f32 > 0) s = p.softcap_f32 * __builtin_tanhf(s / p.softcap_f32);
+              if (p.mask_kind == SDPA_CTS_MASK_ADDITIVE) {
+                s += load_one(elem_type(p), p.mask, mo + j * p.mask_stride[3]);
+              } else if (p.mask_kind == SDPA_CTS_MASK_BOOL) {
+                if (static_cast<const std::uint8_t*>(p.mask)[mo + j * p.mask_stride[3]] == 0)
+                  s = kNegInf;
               }
               ST[j * Rp + r] = s;
             }
           }
         }
-        if (p.dropout) {
+        if (p.dropout_p > 0) {
           for (i64 r = pn.r0; r < rend; ++r) {
             const i64 h = h0 + r / it.ni, i = it.i0 + r % it.ni;
             for (i64 j = ja; j < jc; ++j) {
-              KEEP[j * Rp + r] = dropout_keep(p.drop_seed, p.drop_offset, p.drop_threshold, b, h, i,
-                                              j0 + j, p.heads_q, p.len_q, p.len_kv)
+              KEEP[j * Rp + r] = dropout_keep(p.dropout_seed, p.dropout_offset, p.dropout_threshold,
+                                              b, h, i, j0 + j, p.heads_q, p.len_q, p.len_kv)
                                      ? 1.0f
                                      : 0.0f;
             }
@@ -638,12 +634,12 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
 #if defined(SDPA_SIMD_HAS_BF16_PAIRS)
           if (dot) {
             softmax_rows<kPBoost>(ST, Rp, r, ja, jb, pn.full, c_base2, rlo, rhi, mrow, lrow, arow,
-                                  p.dropout ? KEEP : nullptr);
+                                  (p.dropout_p > 0) ? KEEP : nullptr);
             continue;
           }
 #endif
           softmax_rows<0>(ST, Rp, r, ja, jb, pn.full, c_base2, rlo, rhi, mrow, lrow, arow,
-                          p.dropout ? KEEP : nullptr);
+                          (p.dropout_p > 0) ? KEEP : nullptr);
         }
         if (shift != 0) {
           const V f = vset(pscale);
@@ -693,7 +689,8 @@ void run_item(const Params& p, const Item& it, unsigned char* scr) {
         const double inv = std::ldexp(p.keep_scale / static_cast<double>(l), shift);
         for (i64 d = 0; d < Dv; ++d) tmp[d] = static_cast<float>(OT[d * Rp + r] * inv);
       }
-      store_row(p.dtype, tmp, Dv, p.o, obase + h * p.os[1] + (cq + i) * p.os[2], p.os[3]);
+      store_row(elem_type(p), tmp, Dv, p.o, obase + h * p.o_stride[1] + (cq + i) * p.o_stride[2],
+                p.o_stride[3]);
     }
     if (!again) break;
     shift = overflow_shift(sb);

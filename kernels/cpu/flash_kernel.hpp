@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "core/dtype.hpp"
+#include "sdpa_cts/params.h"
 
 namespace sdpa::cpu::flash {
 
@@ -42,36 +43,12 @@ struct ScratchLayout {
   std::size_t bytes = 0;  // total
 };
 
-// One problem, flattened into plain data for the kernels. Strides are in elements.
-struct Params {
-  std::int64_t batch = 0, heads_q = 0, heads_kv = 0, group = 1;  // group = Hq / Hkv
-  std::int64_t len_q = 0, len_kv = 0, dqk = 0, dv = 0;
-  DType dtype = DType::f32;
-  const void* q = nullptr;
-  const void* k = nullptr;
-  const void* v = nullptr;
-  const void* mask = nullptr;
-  void* o = nullptr;
-  float* lse = nullptr;  // null when the LSE is not wanted
-  std::int64_t qs[4] = {}, ks[4] = {}, vs[4] = {}, os[4] = {}, ms[4] = {};
-  bool packed = false;
-  const std::int64_t* cu_q = nullptr;     // B + 1 packed row offsets (packed only)
-  const std::int64_t* cu_kv = nullptr;    // B + 1 packed row offsets (packed only)
-  const std::int64_t* lens_q = nullptr;   // L_b, B entries
-  const std::int64_t* lens_kv = nullptr;  // S_b, B entries
-  int causal = 0;                         // 0 none, 1 top-left, 2 bottom-right
-  bool window = false;
-  std::int64_t win_left = -1, win_right = -1;  // < 0 = unbounded
-  bool win_br = false;                         // window aligned bottom-right
-  int mask_kind = 0;                           // 0 none, 1 boolean, 2 additive
-  double scale = 1;                            // logit scale
-  float softcap = 0;                           // > 0: c * tanh(s / c)
-  bool dropout = false;
-  std::uint32_t drop_threshold = 0;
-  std::uint64_t drop_seed = 0, drop_offset = 0;
-  double keep_scale = 1;  // 1 / (1 - p)
+// What a kernel of the chosen target takes: the lowered problem (include/sdpa_cts/params.h,
+// made by kernels/lowered_problem.hpp) and the driver's choices for it.
+struct Params : sdpa_cts_params {
+  float softcap_f32 = 0;  // softcap in the kernel's f32 arithmetic
   bool bf16_dot = false;  // bf16 inputs through vdpbf16ps (avx512bf16 target only)
-  ScratchLayout scratch;
+  ScratchLayout scratch;  // this problem's per-thread scratch
 };
 
 // One work item: rows [i0, i0 + ni) of query heads g0 .. g0 + ng - 1 of kv head hkv's group

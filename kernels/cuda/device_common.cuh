@@ -1,7 +1,7 @@
 // Device-side pieces every CUDA kernel of this folder shares: error checks that name the
-// backend and the call, device arrays, element-type conversions, the reference's Philox
-// keep-mask word, and the structural masks of docs/SEMANTICS.md. Included by the .cu files
-// only.
+// backend and the call, device arrays and scratch, element-type conversions, the reference's
+// Philox keep-mask word, and the structural masks of docs/SEMANTICS.md. Included by the .cu
+// files only.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -72,32 +72,6 @@ inline void* scratch(const char* backend, int slot, std::size_t bytes) {
 }
 enum ScratchSlot { kSlotBatch = 0, kSlotFlags = 1, kSlotPartialO = 2, kSlotPartialStats = 3 };
 
-// The per-batch-element arrays of a plan, uploaded to device scratch.
-class DeviceBatchArrays {
- public:
-  DeviceBatchArrays(const char* backend, const AttentionPlan& pl) {
-    const std::vector<i64> all = concat(pl);
-    auto* base = static_cast<i64*>(scratch(backend, kSlotBatch, all.size() * sizeof(i64) + 8));
-    check_cuda(backend, "cudaMemcpy",
-               cudaMemcpy(base, all.data(), all.size() * sizeof(i64), cudaMemcpyHostToDevice));
-    const i64 n = pl.batch;
-    arrays_ = {base,         base + n,     base + 2 * n, base + 3 * n,
-               base + 4 * n, base + 5 * n, base + 6 * n};
-  }
-  const BatchArrays& get() const { return arrays_; }
-
- private:
-  static std::vector<i64> concat(const AttentionPlan& pl) {
-    std::vector<i64> all;
-    for (const auto* v :
-         {&pl.q.row0, &pl.k.row0, &pl.v.row0, &pl.o.row0, &pl.valid_q, &pl.valid_kv, &pl.o_rows}) {
-      all.insert(all.end(), v->begin(), v->end());
-    }
-    return all;
-  }
-  BatchArrays arrays_{};
-};
-
 // Element type T and its accumulation type.
 template <class T>
 struct Io;
@@ -125,10 +99,6 @@ struct Io<double> {
   static __device__ double in(double x) { return x; }
   static __device__ double out(double x) { return x; }
 };
-
-inline Structure structure_of(const AttentionPlan& pl) {
-  return {pl.causal, pl.window, pl.window_bottom_right, pl.window_left, pl.window_right};
-}
 
 // The overflow guard's per-row flags and their count, zeroed, in scratch.
 inline OverflowFlags overflow_flags(const char* backend, i64 rows) {

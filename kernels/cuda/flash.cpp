@@ -3,7 +3,8 @@
 // FlashAttention-2 style tensor-core kernel of flash_kernel.cu.
 #include "kernels/cuda/descriptor.hpp"
 #include "kernels/cuda/emulator/emulated_kernels.hpp"
-#include "kernels/cuda/plan_builder.hpp"
+#include "kernels/cuda/launch_device.hpp"
+#include "kernels/lowered_problem.hpp"
 
 namespace sdpa::cuda {
 namespace {
@@ -70,10 +71,11 @@ class Flash final : public detail::DescriptorBackend {
   // body on the host emulator, with host buffers (conformance/memory_space.hpp).
   void run(const Problem& p, const Buffers& buf, const Device& device,
            const RunOptions&) const override {
+    const LoweredProblem lowered(p, buf);
     if (device.cuda.emulated)
-      return emu::run_flash_plan(detail::make_plan(p, buf), detail::launch_device(device));
+      return emu::run_flash(lowered.params(), detail::launch_device(device));
 #ifdef SDPA_CTS_HAVE_CUDA
-    detail::run_flash_plan(detail::make_plan(p, buf), detail::launch_device(device));
+    detail::run_flash(lowered.params(), detail::launch_device(device));
 #else
     detail::no_kernels(name(), false);
 #endif

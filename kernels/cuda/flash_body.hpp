@@ -35,6 +35,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
+#include <vector>
 
 #include "kernels/cuda/fused_params.hpp"
 #include "kernels/cuda/keep_mask.hpp"
@@ -185,7 +186,7 @@ SDPA_CTS_KERNEL_FN void flash_block(const FlashParams& p, unsigned char* smem) {
           if (need_mask) {
             const i64 i = warp_row0 + g + (e / 2) * 8;
             const i64 j = j0 + n * 8 + t * 2 + (e % 2);
-            if (!(i < lq && j < skv && structurally_allowed(p.structure, i, j, lq, skv))) x = -kInf;
+            if (!(i < lq && j < skv && attends(p.structure, i, j, lq, skv))) x = -kInf;
           }
           s[n][e] = x;
           mx[e / 2] = nan_max(mx[e / 2], x);
@@ -365,11 +366,14 @@ SDPA_CTS_KERNEL_FN void combine_row(const FlashParams& p, i64 rows_total, float*
 constexpr int kMaxSplits = 64;
 constexpr int kCombineThreads = 128;
 
-inline bool aligned16(const void* base, const PlanTensor& t, i64 batch) {
+// Whether every row of a tensor starts 16-byte aligned (cp.async's chunk): its element 0,
+// its head and row strides (in 2-byte elements) and each batch element's row 0.
+inline bool aligned16(const void* base, const std::int64_t stride[4], const long long* row0,
+                      i64 batch) {
   if (reinterpret_cast<std::uintptr_t>(base) % 16 != 0) return false;
-  if (t.stride_d != 1 || t.stride_h % 8 != 0 || t.stride_row % 8 != 0) return false;
+  if (stride[3] != 1 || stride[1] % 8 != 0 || stride[2] % 8 != 0) return false;
   for (i64 b = 0; b < batch; ++b)
-    if (t.row0[static_cast<std::size_t>(b)] % 8 != 0) return false;
+    if (row0[b] % 8 != 0) return false;
   return true;
 }
 
@@ -379,26 +383,47 @@ constexpr std::size_t smem_bytes() {
   return (kBlockM + 2 * kBlockN) * kD * sizeof(T);
 }
 
-// The host side of a cuda.flash call, wherever the kernels run. `Runtime` gives memory
-// and launches (flash_kernel.cu: CUDA; the emulator: host threads):
-//   BatchArrays batch_arrays(const AttentionPlan&); OverflowFlags overflow_flags(i64 rows);
-//   int read_count(const int*); void* scratch(int slot, std::size_t bytes);
-//   int sm_count(const LaunchDevice&);
-//   template <class T, int kD> void flash(const FlashParams&, i64 blocks);
-//   template <class T> void combine(const FlashParams&, i64 rows_total);
-//   void finish();
+// The kernels as bodies a runtime launches (one thread's work, given the block's shared
+// memory): a block of kBlockM query rows, and a combine block of one row's split partials.
+template <class T, int kD>
+struct FlashBlock {
+  static constexpr int kThreads = flash::kThreads;
+  static constexpr int kMinBlocks = 1;  // 255 registers: one block per SM
+  static constexpr std::size_t kSmemBytes = smem_bytes<T, kD>();
+  FlashParams p;
+  SDPA_CTS_KERNEL_FN void operator()(unsigned char* smem) const { flash_block<T, kD>(p, smem); }
+};
+template <class T>
+struct FlashCombine {
+  static constexpr int kThreads = kCombineThreads;
+  static constexpr int kMinBlocks = 1;
+  static constexpr std::size_t kSmemBytes = sizeof(float) * kMaxSplits;
+  FlashParams p;
+  i64 rows_total;
+  SDPA_CTS_KERNEL_FN void operator()(unsigned char* smem) const {
+    combine_row<T>(p, rows_total, reinterpret_cast<float*>(smem), kThreads);
+  }
+};
+
+// The host side of a cuda.flash call, wherever the kernels run. `Runtime` gives memory and
+// launches (cuda_runtime.cuh on a GPU, the emulator's on the host): see docs/KERNELS.md,
+// "Adding a CUDA fused kernel".
 template <class T, class Runtime>
-void run(const AttentionPlan& pl, const LaunchDevice& dev, Runtime& rt) {
+void run(const sdpa_cts_params& pl, const LaunchDevice& dev, Runtime& rt) {
   if (pl.batch == 0 || pl.heads_q == 0 || pl.len_q == 0) return;
-  const i64 dim = std::max(pl.dqk, pl.dv);
+  const i64 dim = std::max(pl.head_dim_qk, pl.head_dim_v);
   if (dim > 256) throw std::runtime_error("cuda.flash: head dim above 256");
   const i64 rows_total = pl.batch * pl.heads_q * pl.len_q;
   const OverflowFlags flags = rt.overflow_flags(rows_total);
+  const std::vector<long long> batch = batch_arrays_host(pl);
+  const BatchArrays host = batch_arrays_at(batch.data(), pl.batch);
 
   FlashParams p{};
-  fill_fused_params(pl, rt.batch_arrays(pl), flags, p);
-  p.vec = pl.dqk % 8 == 0 && pl.dv % 8 == 0 && aligned16(pl.q.data, pl.q, pl.batch) &&
-          aligned16(pl.k.data, pl.k, pl.batch) && aligned16(pl.v.data, pl.v, pl.batch);
+  fill_fused_params(pl, rt.batch_arrays(batch, pl.batch), flags, p);
+  p.vec = pl.head_dim_qk % 8 == 0 && pl.head_dim_v % 8 == 0 &&
+          aligned16(pl.q, pl.q_stride, host.q0, pl.batch) &&
+          aligned16(pl.k, pl.k_stride, host.k0, pl.batch) &&
+          aligned16(pl.v, pl.v_stride, host.v0, pl.batch);
   p.m_blocks = (pl.len_q + kBlockM - 1) / kBlockM;
   const i64 tiles = pl.batch * pl.heads_q * p.m_blocks;
   p.splits =
@@ -407,20 +432,21 @@ void run(const AttentionPlan& pl, const LaunchDevice& dev, Runtime& rt) {
   auto launch = [&](FlashParams& params) {
     if (params.splits > 1) {
       params.part_o = static_cast<float*>(
-          rt.scratch(2, sizeof(float) * params.splits * rows_total * pl.dv + 16));
+          rt.scratch(2, sizeof(float) * params.splits * rows_total * pl.head_dim_v + 16));
       auto* stats =
           static_cast<float*>(rt.scratch(3, sizeof(float) * 2 * params.splits * rows_total));
       params.part_m = stats;
       params.part_l = stats + params.splits * rows_total;
     }
+    const i64 blocks = tiles * params.splits;
     if (dim <= 64) {
-      rt.template flash<T, 64>(params, tiles * params.splits);
+      rt.launch(FlashBlock<T, 64>{params}, blocks);
     } else if (dim <= 128) {
-      rt.template flash<T, 128>(params, tiles * params.splits);
+      rt.launch(FlashBlock<T, 128>{params}, blocks);
     } else {
-      rt.template flash<T, 256>(params, tiles * params.splits);
+      rt.launch(FlashBlock<T, 256>{params}, blocks);
     }
-    if (params.splits > 1) rt.template combine<T>(params, rows_total);
+    if (params.splits > 1) rt.launch(FlashCombine<T>{params, rows_total}, rows_total);
   };
   launch(p);
   if (rt.read_count(flags.count) > 0) {  // the overflow guard, flagged rows only
@@ -429,6 +455,18 @@ void run(const AttentionPlan& pl, const LaunchDevice& dev, Runtime& rt) {
     launch(p);
   }
   rt.finish();
+}
+
+// cuda.flash on the lowered problem: f16 and bf16.
+template <class Runtime>
+void run_lowered(const sdpa_cts_params& pl, const LaunchDevice& dev, Runtime& rt) {
+  switch (pl.dtype) {
+    case SDPA_CTS_DTYPE_F16:
+      return run<f16_t>(pl, dev, rt);
+    case SDPA_CTS_DTYPE_BF16:
+      return run<bf16_t>(pl, dev, rt);
+  }
+  throw std::runtime_error("cuda.flash: element type not supported by this kernel");
 }
 
 }  // namespace flash

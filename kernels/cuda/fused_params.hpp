@@ -1,9 +1,10 @@
-// What both fused CUDA kernels (flash_body.hpp, mem_efficient_body.hpp) take of a plan, by
-// value in their kernel arguments, and the one place that fills it.
+// What both fused CUDA kernels (flash_body.hpp, mem_efficient_body.hpp) take of the lowered
+// problem, by value in their kernel arguments, and the one place that fills it.
 #pragma once
 
 #include <cmath>
 
+#include "kernels/attended_keys.hpp"
 #include "kernels/cuda/plan.hpp"
 #include "kernels/cuda/simt.hpp"
 #include "kernels/cuda/tile_schedule.hpp"
@@ -19,7 +20,7 @@ struct FusedParams {
   i64 qsh, qsr, qsd, ksh, ksr, ksd, vsh, vsr, vsd, osh, osr, osd;  // head, row, dim strides
   BatchArrays rows;                 // per-batch offsets and lengths (where the kernel runs)
   float scale, softcap;             // logit scale; softcap (0 = off)
-  Structure structure;              // causal and window
+  KeyStructure structure;           // causal and window
   unsigned threshold;               // dropout keep threshold (0 = no dropout)
   float keep_scale;                 // 1 / (1 - p)
   unsigned long long seed, offset;  // Philox key and counter offset
@@ -57,29 +58,29 @@ SDPA_CTS_KERNEL_FN HeadInputs<T> head_inputs(const FusedParams& p, i64 b, i64 h)
 }
 
 // The fields of `pl`, with the per-batch arrays and overflow flags where the kernel runs.
-inline void fill_fused_params(const AttentionPlan& pl, const BatchArrays& rows,
+inline void fill_fused_params(const sdpa_cts_params& pl, const BatchArrays& rows,
                               const OverflowFlags& flags, FusedParams& p) {
   p.batch = pl.batch;
   p.heads = pl.heads_q;
   p.heads_kv = pl.heads_kv;
   p.len_q = pl.len_q;
   p.len_kv = pl.len_kv;
-  p.dqk = pl.dqk;
-  p.dv = pl.dv;
-  p.q = pl.q.data;
-  p.k = pl.k.data;
-  p.v = pl.v.data;
-  p.o = const_cast<void*>(pl.o.data);
-  p.qsh = pl.q.stride_h, p.qsr = pl.q.stride_row, p.qsd = pl.q.stride_d;
-  p.ksh = pl.k.stride_h, p.ksr = pl.k.stride_row, p.ksd = pl.k.stride_d;
-  p.vsh = pl.v.stride_h, p.vsr = pl.v.stride_row, p.vsd = pl.v.stride_d;
-  p.osh = pl.o.stride_h, p.osr = pl.o.stride_row, p.osd = pl.o.stride_d;
+  p.dqk = pl.head_dim_qk;
+  p.dv = pl.head_dim_v;
+  p.q = pl.q;
+  p.k = pl.k;
+  p.v = pl.v;
+  p.o = pl.o;
+  p.qsh = pl.q_stride[1], p.qsr = pl.q_stride[2], p.qsd = pl.q_stride[3];
+  p.ksh = pl.k_stride[1], p.ksr = pl.k_stride[2], p.ksd = pl.k_stride[3];
+  p.vsh = pl.v_stride[1], p.vsr = pl.v_stride[2], p.vsd = pl.v_stride[3];
+  p.osh = pl.o_stride[1], p.osr = pl.o_stride[2], p.osd = pl.o_stride[3];
   p.rows = rows;
   p.scale = static_cast<float>(pl.scale);
   p.softcap = static_cast<float>(pl.softcap);
-  p.structure = {pl.causal, pl.window, pl.window_bottom_right, pl.window_left, pl.window_right};
+  p.structure = key_structure(pl);
   p.threshold = pl.dropout_threshold;
-  p.keep_scale = pl.dropout_threshold ? static_cast<float>(1.0 / (1.0 - pl.dropout_p)) : 1.f;
+  p.keep_scale = pl.dropout_threshold ? static_cast<float>(pl.keep_scale) : 1.f;
   p.seed = pl.dropout_seed;
   p.offset = pl.dropout_offset;
   p.lse = pl.lse;
@@ -91,7 +92,7 @@ inline void fill_fused_params(const AttentionPlan& pl, const BatchArrays& rows,
 }
 
 // The overflow guard's second pass: every p scaled by 2^-shift, flagged rows only.
-inline void prepare_overflow_pass(const AttentionPlan& pl, const OverflowFlags& flags,
+inline void prepare_overflow_pass(const sdpa_cts_params& pl, const OverflowFlags& flags,
                                   FusedParams& p) {
   p.shift = overflow_shift(pl.len_kv);
   p.p_scale = std::ldexp(1.f, -p.shift);

@@ -1,13 +1,14 @@
 // cuda.math: PyTorch's MATH path on a GPU, which its select_sdp_backend (cuda/sdp_utils.cpp)
 // takes whenever the math flag is on, with no checks: it accepts every valid problem on a
 // CUDA device. docs/DISPATCH.md. With CUDA in the build, run() is the kernel of
-// math_kernel.cu (cuBLAS and a softmax kernel); the problem reaches it flattened as an
-// AttentionPlan (plan.hpp, built by plan_builder.cpp).
+// math_kernel.cu (cuBLAS and a softmax kernel); the problem reaches it flattened as the
+// lowered problem (include/sdpa_cts/params.h, kernels/lowered_problem.hpp).
 #include <stdexcept>
 
 #include "core/problem.hpp"
 #include "kernels/cuda/descriptor.hpp"
-#include "kernels/cuda/plan_builder.hpp"
+#include "kernels/cuda/launch_device.hpp"
+#include "kernels/lowered_problem.hpp"
 
 namespace sdpa::cuda {
 
@@ -50,7 +51,7 @@ class Math final : public detail::DescriptorBackend {
 
 #ifdef SDPA_CTS_HAVE_CUDA
   void run(const Problem& p, const Buffers& buf, const Device&, const RunOptions&) const override {
-    detail::run_math_plan(detail::make_plan(p, buf));
+    detail::run_math(LoweredProblem(p, buf).params());
   }
 #endif
 };

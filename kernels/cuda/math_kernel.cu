@@ -5,7 +5,7 @@
 // LSE and the weights. The semantics are docs/SEMANTICS.md's, step by step as the reference
 // computes them (reference/engine_f64.cpp).
 //
-// UNVERIFIED ON HARDWARE until scripts/gpu-check.sh has run on a GPU (docs/KERNELS.md).
+// Judged on an H200 (docs/KERNELS.md, "CUDA").
 #include <cublas_v2.h>
 #include <math_constants.h>
 
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cuda/device_common.cuh"
+#include "kernels/cuda/cuda_runtime.cuh"
 
 namespace sdpa::cuda::detail {
 namespace {
@@ -77,7 +77,7 @@ __global__ void scatter(const typename Io<T>::Acc* src, T* dst, i64 batch, i64 h
 struct RowParams {
   i64 batch, heads, len_q, len_kv;
   double scale, softcap;
-  Structure structure;
+  KeyStructure structure;
   int mask;
   i64 ms0, ms1, ms2, ms3;
   double dropout_p;
@@ -130,13 +130,13 @@ __global__ void softmax_rows(typename Io<T>::Acc* scores, RowParams p, const i64
     Acc m = neg_inf, any = 0, nan = 0;
     for (i64 j = threadIdx.x; j < S; j += blockDim.x) {
       Acc x = neg_inf;
-      if (i < lq && j < skv && structurally_allowed(p.structure, i, j, lq, skv)) {
+      if (i < lq && j < skv && attends(p.structure, i, j, lq, skv)) {
         const i64 mo = b * p.ms0 + h * p.ms1 + i * p.ms2 + j * p.ms3;
-        if (p.mask != 1 || static_cast<const unsigned char*>(mask)[mo] != 0) {
+        if (p.mask != SDPA_CTS_MASK_BOOL || static_cast<const unsigned char*>(mask)[mo] != 0) {
           x = static_cast<Acc>(p.scale) * row[j];
           if (p.softcap > 0)
             x = static_cast<Acc>(p.softcap) * tanh(x / static_cast<Acc>(p.softcap));
-          if (p.mask == 2) x += Io<T>::in(static_cast<const T*>(mask)[mo]);
+          if (p.mask == SDPA_CTS_MASK_ADDITIVE) x += Io<T>::in(static_cast<const T*>(mask)[mo]);
         }
       }
       row[j] = x;
@@ -220,28 +220,28 @@ void gemm(cublasOperation_t ta, cublasOperation_t tb, i64 m, i64 n, i64 k, const
 }
 
 template <class T>
-void run_typed(const AttentionPlan& pl) {
+void run_typed(const sdpa_cts_params& pl) {
   using Acc = typename Io<T>::Acc;
-  const i64 B = pl.batch, H = pl.heads_q, G = pl.heads_q / (pl.heads_kv > 0 ? pl.heads_kv : 1);
-  const i64 L = pl.len_q, S = pl.len_kv, Dk = pl.dqk, Dv = pl.dv;
+  const i64 B = pl.batch, H = pl.heads_q, G = pl.group;
+  const i64 L = pl.len_q, S = pl.len_kv, Dk = pl.head_dim_qk, Dv = pl.head_dim_v;
   const i64 slices = B * H;
   if (slices == 0 || L == 0) return;
-  const DeviceBatchArrays batch_arrays(kBackend, pl);
-  const BatchArrays& ba = batch_arrays.get();
+  CudaRuntime rt(kBackend);
+  const BatchArrays ba = rt.batch_arrays(batch_arrays_host(pl), B);
   DeviceArray<Acc> q(kBackend, static_cast<std::size_t>(slices * L * Dk));
   DeviceArray<Acc> k(kBackend, static_cast<std::size_t>(slices * S * Dk));
   DeviceArray<Acc> v(kBackend, static_cast<std::size_t>(slices * S * Dv));
   DeviceArray<Acc> s(kBackend, static_cast<std::size_t>(slices * L * S));
   DeviceArray<Acc> o(kBackend, static_cast<std::size_t>(slices * L * Dv));
-  gather<T><<<blocks_for(slices * L * Dk), kThreads>>>(
-      static_cast<const T*>(pl.q.data), q.get(), B, H, 1, L, Dk, ba.q0, ba.valid_q, pl.q.stride_h,
-      pl.q.stride_row, pl.q.stride_d);
-  gather<T><<<blocks_for(slices * S * Dk), kThreads>>>(
-      static_cast<const T*>(pl.k.data), k.get(), B, H, G, S, Dk, ba.k0, ba.valid_kv, pl.k.stride_h,
-      pl.k.stride_row, pl.k.stride_d);
-  gather<T><<<blocks_for(slices * S * Dv), kThreads>>>(
-      static_cast<const T*>(pl.v.data), v.get(), B, H, G, S, Dv, ba.v0, ba.valid_kv, pl.v.stride_h,
-      pl.v.stride_row, pl.v.stride_d);
+  gather<T><<<blocks_for(slices * L * Dk), kThreads>>>(static_cast<const T*>(pl.q), q.get(), B, H,
+                                                       1, L, Dk, ba.q0, ba.valid_q, pl.q_stride[1],
+                                                       pl.q_stride[2], pl.q_stride[3]);
+  gather<T><<<blocks_for(slices * S * Dk), kThreads>>>(static_cast<const T*>(pl.k), k.get(), B, H,
+                                                       G, S, Dk, ba.k0, ba.valid_kv, pl.k_stride[1],
+                                                       pl.k_stride[2], pl.k_stride[3]);
+  gather<T><<<blocks_for(slices * S * Dv), kThreads>>>(static_cast<const T*>(pl.v), v.get(), B, H,
+                                                       G, S, Dv, ba.v0, ba.valid_kv, pl.v_stride[1],
+                                                       pl.v_stride[2], pl.v_stride[3]);
   check("gather", cudaGetLastError());
   // Row-major S (L x S) = Q K^T is column-major S^T = K^T' Q': see the comment of gemm().
   if (S > 0) {
@@ -254,8 +254,8 @@ void run_typed(const AttentionPlan& pl) {
                S,
                pl.scale,
                pl.softcap,
-               structure_of(pl),
-               pl.mask,
+               key_structure(pl),
+               pl.mask_kind,
                pl.mask_stride[0],
                pl.mask_stride[1],
                pl.mask_stride[2],
@@ -266,7 +266,7 @@ void run_typed(const AttentionPlan& pl) {
                pl.dropout_offset};
   const i64 rows = slices * L;
   softmax_rows<T><<<static_cast<unsigned>(rows < 65535 ? rows : 65535), kThreads>>>(
-      s.get(), rp, ba.valid_q, ba.valid_kv, pl.mask_data, pl.lse, static_cast<T*>(pl.weights));
+      s.get(), rp, ba.valid_q, ba.valid_kv, pl.mask, pl.lse, static_cast<T*>(pl.weights));
   check("softmax_rows", cudaGetLastError());
   // Row-major O (L x Dv) = P V is column-major O^T = V^T' P'.
   if (Dv > 0) {
@@ -277,9 +277,9 @@ void run_typed(const AttentionPlan& pl) {
       check("cudaMemset",
             cudaMemset(o.get(), 0, static_cast<std::size_t>(slices * L * Dv) * sizeof(Acc)));
     }
-    scatter<T><<<blocks_for(slices * L * Dv), kThreads>>>(
-        o.get(), static_cast<T*>(const_cast<void*>(pl.o.data)), B, H, L, Dv, ba.o0, ba.o_rows,
-        pl.o.stride_h, pl.o.stride_row, pl.o.stride_d);
+    scatter<T><<<blocks_for(slices * L * Dv), kThreads>>>(o.get(), static_cast<T*>(pl.o), B, H, L,
+                                                          Dv, ba.o0, ba.o_rows, pl.o_stride[1],
+                                                          pl.o_stride[2], pl.o_stride[3]);
     check("scatter", cudaGetLastError());
   }
   check("cudaDeviceSynchronize", cudaDeviceSynchronize());
@@ -287,18 +287,18 @@ void run_typed(const AttentionPlan& pl) {
 
 }  // namespace
 
-void run_math_plan(const AttentionPlan& plan) {
-  switch (plan.dtype) {
-    case 0:
-      return run_typed<float>(plan);
-    case 1:
-      return run_typed<__half>(plan);
-    case 2:
-      return run_typed<__nv_bfloat16>(plan);
-    case 3:
-      return run_typed<double>(plan);
+void run_math(const sdpa_cts_params& p) {
+  switch (p.dtype) {
+    case SDPA_CTS_DTYPE_F32:
+      return run_typed<float>(p);
+    case SDPA_CTS_DTYPE_F16:
+      return run_typed<__half>(p);
+    case SDPA_CTS_DTYPE_BF16:
+      return run_typed<__nv_bfloat16>(p);
+    case SDPA_CTS_DTYPE_F64:
+      return run_typed<double>(p);
   }
-  throw std::runtime_error("cuda.math: unknown element type");
+  throw std::runtime_error("cuda.math: unknown element type code " + std::to_string(p.dtype));
 }
 
 }  // namespace sdpa::cuda::detail

@@ -3,7 +3,8 @@
 // kernel of mem_efficient_kernel.cu.
 #include "kernels/cuda/descriptor.hpp"
 #include "kernels/cuda/emulator/emulated_kernels.hpp"
-#include "kernels/cuda/plan_builder.hpp"
+#include "kernels/cuda/launch_device.hpp"
+#include "kernels/lowered_problem.hpp"
 
 namespace sdpa::cuda {
 namespace {
@@ -104,9 +105,12 @@ class MemEfficient final : public detail::DescriptorBackend {
   // body on the host emulator, with host buffers (conformance/memory_space.hpp).
   void run(const Problem& p, const Buffers& buf, const Device& device,
            const RunOptions&) const override {
-    if (device.cuda.emulated) return emu::run_mem_efficient_plan(detail::make_plan(p, buf));
+    const LoweredProblem lowered(p, buf);
+    if (device.cuda.emulated) {
+      return emu::run_mem_efficient(lowered.params(), detail::launch_device(device));
+    }
 #ifdef SDPA_CTS_HAVE_CUDA
-    detail::run_mem_efficient_plan(detail::make_plan(p, buf), detail::launch_device(device));
+    detail::run_mem_efficient(lowered.params(), detail::launch_device(device));
 #else
     detail::no_kernels(name(), false);
 #endif

@@ -23,7 +23,9 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 
 #include "kernels/cuda/fused_params.hpp"
 #include "kernels/cuda/keep_mask.hpp"
@@ -44,7 +46,7 @@ constexpr int kVCols = 128;                   // output columns per block (4 per
 constexpr int kColsPerLane = kVCols / 32;
 
 struct MemEfficientParams : FusedParams {
-  int mask;                // 0 none, 1 bool, 2 additive
+  int mask;                // SDPA_CTS_MASK_*
   const void* mask_data;   // mask element 0
   i64 ms0, ms1, ms2, ms3;  // mask strides
   i64 m_blocks, slabs;     // row blocks per (b, h), column slabs
@@ -144,12 +146,14 @@ SDPA_CTS_KERNEL_FN void mem_efficient_block(const MemEfficientParams& p, SharedT
     for (int rr = 0; rr < kRowsPerWarp; ++rr) {
       const i64 i = i0 + warp * kRowsPerWarp + rr;
       float x = -kInf;
-      if (i < lq && j < skv && structurally_allowed(p.structure, i, j, lq, skv)) {
+      if (i < lq && j < skv && attends(p.structure, i, j, lq, skv)) {
         const i64 mo = b * p.ms0 + h * p.ms1 + i * p.ms2 + j * p.ms3;
-        if (p.mask != 1 || static_cast<const unsigned char*>(p.mask_data)[mo] != 0) {
+        if (p.mask != SDPA_CTS_MASK_BOOL ||
+            static_cast<const unsigned char*>(p.mask_data)[mo] != 0) {
           x = fmul_rn(p.scale, s[rr]);
           if (p.softcap > 0) x = fmul_rn(p.softcap, tanh_f(fdiv_rn(x, p.softcap)));
-          if (p.mask == 2) x = fadd_rn(x, to_float(static_cast<const T*>(p.mask_data)[mo]));
+          if (p.mask == SDPA_CTS_MASK_ADDITIVE)
+            x = fadd_rn(x, to_float(static_cast<const T*>(p.mask_data)[mo]));
         }
       }
       const float m_new = nan_max(m[rr], warp_max(x));
@@ -209,32 +213,56 @@ SDPA_CTS_KERNEL_FN void mem_efficient_block(const MemEfficientParams& p, SharedT
   }
 }
 
+// The kernel as a body a runtime launches (one thread's work, given the block's shared
+// memory, a SharedTiles).
+template <class T>
+struct MemEfficientBlock {
+  static constexpr int kThreads = mem_efficient::kThreads;
+  static constexpr int kMinBlocks = 1;
+  static constexpr std::size_t kSmemBytes = sizeof(SharedTiles);
+  MemEfficientParams p;
+  SDPA_CTS_KERNEL_FN void operator()(unsigned char* smem) const {
+    mem_efficient_block<T>(p, *reinterpret_cast<SharedTiles*>(smem));
+  }
+};
+
 // The host side of a cuda.mem_efficient call, wherever the kernel runs. `Runtime` gives
-// memory and launches (mem_efficient_kernel.cu: CUDA; the emulator: host threads):
-//   BatchArrays batch_arrays(const AttentionPlan&); OverflowFlags overflow_flags(i64 rows);
-//   int read_count(const int*); template <class T> void kernel(const MemEfficientParams&, i64
-//   blocks); void finish();
+// memory and launches (cuda_runtime.cuh on a GPU, the emulator's on the host).
 template <class T, class Runtime>
-void run(const AttentionPlan& pl, Runtime& rt) {
+void run(const sdpa_cts_params& pl, Runtime& rt) {
   if (pl.batch == 0 || pl.heads_q == 0 || pl.len_q == 0) return;
   const i64 rows_total = pl.batch * pl.heads_q * pl.len_q;
   const OverflowFlags flags = rt.overflow_flags(rows_total);
 
   MemEfficientParams p{};
-  fill_fused_params(pl, rt.batch_arrays(pl), flags, p);
-  p.mask = pl.mask;
-  p.mask_data = pl.mask_data;
+  fill_fused_params(pl, rt.batch_arrays(batch_arrays_host(pl), pl.batch), flags, p);
+  p.mask = pl.mask_kind;
+  p.mask_data = pl.mask;
   p.ms0 = pl.mask_stride[0], p.ms1 = pl.mask_stride[1], p.ms2 = pl.mask_stride[2],
   p.ms3 = pl.mask_stride[3];
   p.m_blocks = (pl.len_q + kRows - 1) / kRows;
-  p.slabs = pl.dv > 0 ? (pl.dv + kVCols - 1) / kVCols : 1;
+  p.slabs = pl.head_dim_v > 0 ? (pl.head_dim_v + kVCols - 1) / kVCols : 1;
   const i64 blocks = pl.batch * pl.heads_q * p.m_blocks * p.slabs;
-  rt.template kernel<T>(p, blocks);
+  rt.launch(MemEfficientBlock<T>{p}, blocks);
   if (rt.read_count(flags.count) > 0) {  // the overflow guard, flagged rows only
     prepare_overflow_pass(pl, flags, p);
-    rt.template kernel<T>(p, blocks);
+    rt.launch(MemEfficientBlock<T>{p}, blocks);
   }
   rt.finish();
+}
+
+// cuda.mem_efficient on the lowered problem: f32, f16 and bf16.
+template <class Runtime>
+void run_lowered(const sdpa_cts_params& pl, Runtime& rt) {
+  switch (pl.dtype) {
+    case SDPA_CTS_DTYPE_F32:
+      return run<float>(pl, rt);
+    case SDPA_CTS_DTYPE_F16:
+      return run<f16_t>(pl, rt);
+    case SDPA_CTS_DTYPE_BF16:
+      return run<bf16_t>(pl, rt);
+  }
+  throw std::runtime_error("cuda.mem_efficient: element type not supported by this kernel");
 }
 
 }  // namespace mem_efficient

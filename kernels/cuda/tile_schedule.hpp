@@ -8,54 +8,15 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define SDPA_CTS_HOST_DEVICE __host__ __device__
-#else
-#define SDPA_CTS_HOST_DEVICE
-#endif
+#include "kernels/attended_keys.hpp"
 
 namespace sdpa::cuda::detail {
 
 using i64 = long long;
-
-// The structural masks of a problem (causal, window), by value in kernel arguments.
-struct Structure {
-  int causal;       // 0 none, 1 top-left, 2 bottom-right
-  bool window;      // window on
-  bool window_br;   // window aligned bottom-right
-  i64 left, right;  // window bounds, < 0 unbounded
-};
-
-// Whether query i may attend key j under the structural masks, for valid lengths (lq, skv);
-// keys j >= skv never exist (checked by the caller).
-SDPA_CTS_HOST_DEVICE inline bool structurally_allowed(const Structure& st, i64 i, i64 j, i64 lq,
-                                                      i64 skv) {
-  const i64 br = skv - lq;
-  if (st.causal == 1 && j > i) return false;
-  if (st.causal == 2 && j > i + br) return false;
-  if (st.window) {
-    const i64 off = st.window_br ? br : 0;
-    if (st.left >= 0 && j < i + off - st.left) return false;
-    if (st.right >= 0 && j > i + off + st.right) return false;
-  }
-  return true;
-}
-
-// The keys query i may attend, as [first, last] within [0, skv) (empty when last < first):
-// the structural masks are intervals in j, and both ends grow with i.
-SDPA_CTS_HOST_DEVICE inline void allowed_key_range(const Structure& st, i64 i, i64 lq, i64 skv,
-                                                   i64& first, i64& last) {
-  const i64 br = skv - lq;
-  first = 0;
-  last = skv - 1;
-  if (st.causal == 1 && i < last) last = i;
-  if (st.causal == 2 && i + br < last) last = i + br;
-  if (st.window) {
-    const i64 off = st.window_br ? br : 0;
-    if (st.left >= 0 && i + off - st.left > first) first = i + off - st.left;
-    if (st.right >= 0 && i + off + st.right < last) last = i + off + st.right;
-  }
-}
+using sdpa::attended_keys;
+using sdpa::attends;
+using sdpa::KeyInterval;
+using sdpa::KeyStructure;
 
 // The key blocks of `block_n` keys a block of `block_m` query rows from row i0 visits.
 struct KeyBlocks {
@@ -65,22 +26,23 @@ struct KeyBlocks {
   i64 hi_first = -1;       // last allowed key of its first row
 };
 
-SDPA_CTS_HOST_DEVICE inline KeyBlocks key_blocks(const Structure& st, i64 i0, i64 block_m, i64 lq,
-                                                 i64 skv, i64 block_n) {
+// Both ends of a row's attended interval grow with the row, so the first and last rows
+// bound the block's keys.
+SDPA_CTS_HOST_DEVICE inline KeyBlocks key_blocks(const KeyStructure& st, i64 i0, i64 block_m,
+                                                 i64 lq, i64 skv, i64 block_n) {
   KeyBlocks kb;
   const i64 i_end = i0 + block_m < lq ? i0 + block_m : lq;
   if (i0 >= i_end || skv <= 0) return kb;
-  i64 f0, l0, f1, l1;
-  allowed_key_range(st, i0, lq, skv, f0, l0);
-  allowed_key_range(st, i_end - 1, lq, skv, f1, l1);
-  const i64 first = f0 > 0 ? f0 : 0, last = l1 < skv - 1 ? l1 : skv - 1;
+  const KeyInterval first_row = attended_keys(st, i0, lq, skv);
+  const KeyInterval last_row = attended_keys(st, i_end - 1, lq, skv);
+  const i64 first = first_row.lo, last = last_row.hi - 1;
   if (first <= last) {
     kb.begin = first / block_n;
     kb.end = last / block_n + 1;
   }
   kb.rows_full = i0 + block_m <= lq;
-  kb.lo_last = f1;
-  kb.hi_first = l0;
+  kb.lo_last = last_row.lo;
+  kb.hi_first = first_row.hi - 1;
   return kb;
 }
 

@@ -15,9 +15,9 @@
 #include "core/case_id.hpp"
 #include "core/guarded_buffer.hpp"
 #include "kernels/cpu/sdpa_rows.hpp"
-#include "tests/kernels/target_run.hpp"
 #include "kernels/registry.hpp"
 #include "reference/sdpa_reference.hpp"
+#include "tests/kernels/target_run.hpp"
 
 namespace sdpa {
 
@@ -281,7 +281,8 @@ struct RunResult {
   std::vector<unsigned char> o, lse;
 };
 
-RunResult run_bytes(const Backend& b, const Case& c, InputBuffers& in, const test_support::TargetRun& opt) {
+RunResult run_bytes(const Backend& b, const Case& c, InputBuffers& in,
+                    const test_support::TargetRun& opt) {
   const Problem& p = c.problem;
   GuardedBuffer o("o", dtype_size(p.dtype), o_view(p), p.o.base_offset);
   std::vector<float> lse(static_cast<std::size_t>(p.batch * p.heads_q * p.len_q));
@@ -366,9 +367,9 @@ TEST_P(CpuBitwise, BatchInvariant) {
       Problem pl = p;
       pl.want_lse = true;
       test_support::run_with(b, pl,
-            {in.q.data(), in.k.data(), in.v.data(), in.mask ? in.mask->data() : nullptr, o.data(),
-             lse.data(), nullptr},
-            {2, target});
+                             {in.q.data(), in.k.data(), in.v.data(),
+                              in.mask ? in.mask->data() : nullptr, o.data(), lse.data(), nullptr},
+                             {2, target});
       const auto cuq = cu_seqlens_q(p), cuk = cu_seqlens_kv(p);
       for (std::int64_t e = 0; e < p.batch; ++e) {
         // Batch element e alone, through the same strides.
@@ -390,11 +391,11 @@ TEST_P(CpuBitwise, BatchInvariant) {
                           e * mask_view(p).stride[0] * (p.mask == MaskKind::boolean ? 1 : esz)
                     : nullptr;
         test_support::run_with(b, one,
-              {static_cast<const unsigned char*>(in.q.data()) + qo * esz,
-               static_cast<const unsigned char*>(in.k.data()) + ko * esz,
-               static_cast<const unsigned char*>(in.v.data()) + vo * esz, mask,
-               o1.data() + oo * esz, lse1.data(), nullptr},
-              {1, target});
+                               {static_cast<const unsigned char*>(in.q.data()) + qo * esz,
+                                static_cast<const unsigned char*>(in.k.data()) + ko * esz,
+                                static_cast<const unsigned char*>(in.v.data()) + vo * esz, mask,
+                                o1.data() + oo * esz, lse1.data(), nullptr},
+                               {1, target});
         // Compare every O element and LSE entry of element e.
         const std::int64_t rows = p.packed ? seqlen_q(p, e) : L;
         for (std::int64_t h = 0; h < H; ++h) {
@@ -454,8 +455,9 @@ TEST(CpuBackendNonFinite, NanRowAndNanBeyondLength) {
       static_cast<float*>(in.q.data())[p.q.stride[1] + 4 * p.q.stride[2] + 3] = NAN;
       GuardedBuffer o("o", 4, o_view(p));
       std::vector<float> lse(static_cast<std::size_t>(p.batch * p.heads_q * p.len_q));
-      test_support::run_with(*b, p, {in.q.data(), in.k.data(), in.v.data(), nullptr, o.data(), lse.data(), nullptr},
-             {2, target});
+      test_support::run_with(
+          *b, p, {in.q.data(), in.k.data(), in.v.data(), nullptr, o.data(), lse.data(), nullptr},
+          {2, target});
       const auto* got = static_cast<const float*>(o.data());
       const auto* want = reinterpret_cast<const float*>(clean.o.data());
       for (std::int64_t bb = 0; bb < 2; ++bb)
@@ -496,9 +498,9 @@ TEST(CpuBackendNonFinite, NanRowKeepsMaskedWeightsZero) {
     std::vector<float> lse(static_cast<std::size_t>(p.heads_q * p.len_q));
     std::vector<float> w(static_cast<std::size_t>(p.heads_q * p.len_q * p.len_kv));
     test_support::run_with(*b, pb,
-           {in.q.data(), in.k.data(), in.v.data(), in.mask->data(), o.data(), lse.data(),
-            pb.want_weights ? w.data() : nullptr},
-           {2, ""});
+                           {in.q.data(), in.k.data(), in.v.data(), in.mask->data(), o.data(),
+                            lse.data(), pb.want_weights ? w.data() : nullptr},
+                           {2, ""});
     for (std::size_t x = 0; x < lse.size(); ++x)
       EXPECT_EQ(std::isnan(lse[x]), std::isnan(ref.lse[x])) << b->name() << " lse " << x;
     for (std::size_t x = 0; x < ref.o.size(); ++x)

@@ -15,7 +15,7 @@
 #include "core/device.hpp"
 #include "kernels/cuda/cuda_backends.hpp"
 #include "kernels/cuda/emulator/emulated_kernels.hpp"
-#include "kernels/cuda/plan_builder.hpp"
+#include "kernels/lowered_problem.hpp"
 
 namespace sdpa {
 namespace {
@@ -61,7 +61,7 @@ const Emulated& emulated_flash() {
                             cuda::detail::LaunchDevice d;
                             d.sm = 80;
                             d.sm_count = 8;
-                            cuda::emu::run_flash_plan(cuda::detail::make_plan(p, buf), d);
+                            cuda::emu::run_flash(LoweredProblem(p, buf).params(), d);
                           });
   return b;
 }
@@ -69,7 +69,7 @@ const Emulated& emulated_flash() {
 const Emulated& emulated_mem_efficient() {
   static const Emulated b(cuda::mem_efficient_backend(), "emulated.cuda.mem_efficient",
                           [](const Problem& p, const Buffers& buf) {
-                            cuda::emu::run_mem_efficient_plan(cuda::detail::make_plan(p, buf));
+                            cuda::emu::run_mem_efficient(LoweredProblem(p, buf).params(), {});
                           });
   return b;
 }

@@ -1,61 +1,28 @@
 // The CUDA kernels' key scheduling (kernels/cuda/tile_schedule.hpp), checked on the host:
 // the same code decides on the GPU which key blocks a row block visits, which split takes
 // them, and which blocks skip the per-element mask. A block skipped wrongly drops keys on
-// the GPU, and a block that skips the mask wrongly attends masked keys.
+// the GPU, and a block that skips the mask wrongly attends masked keys. The oracle is the
+// masks as docs/SEMANTICS.md states them (spec_mask.hpp).
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "kernels/cuda/tile_schedule.hpp"
+#include "tests/kernels/spec_mask.hpp"
 
 namespace sdpa::cuda::detail {
 namespace {
 
-std::string describe(const Structure& st, i64 lq, i64 skv) {
-  return "causal=" + std::to_string(st.causal) + " window=" + std::to_string(st.window) +
-         " br=" + std::to_string(st.window_br) + " left=" + std::to_string(st.left) +
-         " right=" + std::to_string(st.right) + " lq=" + std::to_string(lq) +
-         " skv=" + std::to_string(skv);
-}
-
-// Every structure: no mask, both causal alignments, windows of both alignments with
-// bounded and unbounded sides, and windows combined with causal masks.
-std::vector<Structure> structures() {
-  std::vector<Structure> all;
-  for (int causal = 0; causal <= 2; ++causal) {
-    all.push_back({causal, false, false, -1, -1});
-    for (bool br : {false, true}) {
-      for (i64 left : {-1, 0, 1, 3, 9}) {
-        for (i64 right : {-1, 0, 2, 7}) all.push_back({causal, true, br, left, right});
-      }
-    }
-  }
-  return all;
-}
-
-TEST(CudaTileSchedule, AllowedKeyRangeIsExactlyTheAllowedKeys) {
-  for (const Structure& st : structures()) {
-    for (i64 lq = 1; lq <= 12; ++lq) {
-      for (i64 skv = 0; skv <= 14; ++skv) {
-        for (i64 i = 0; i < lq; ++i) {
-          i64 first, last;
-          allowed_key_range(st, i, lq, skv, first, last);
-          for (i64 j = 0; j < skv; ++j) {
-            const bool in_range = j >= first && j <= last;
-            ASSERT_EQ(in_range, structurally_allowed(st, i, j, lq, skv))
-                << describe(st, lq, skv) << " i=" << i << " j=" << j;
-          }
-        }
-      }
-    }
-  }
-}
+using sdpa::testing::all_structures;
+using sdpa::testing::describe;
+using sdpa::testing::spec_attends;
+using Structure = KeyStructure;
 
 // Every allowed (i, j) of a row block lies in exactly one split's blocks, and a block that
 // skips the mask holds only allowed pairs of existing keys.
 TEST(CudaTileSchedule, BlocksAndSplitsCoverEveryAllowedKeyAndMaskSkipsAreSafe) {
-  for (const Structure& st : structures()) {
+  for (const Structure& st : all_structures()) {
     for (i64 lq : {1, 5, 17, 40}) {
       for (i64 skv : {0, 1, 6, 33, 70}) {
         for (i64 block_m : {4, 16}) {
@@ -75,7 +42,7 @@ TEST(CudaTileSchedule, BlocksAndSplitsCoverEveryAllowedKeyAndMaskSkipsAreSafe) {
                     if (block_needs_mask(kb, j0, block_n, skv)) continue;
                     for (i64 i = i0; i < i0 + block_m; ++i) {
                       for (i64 j = j0; j < j0 + block_n; ++j) {
-                        ASSERT_TRUE(i < lq && j < skv && structurally_allowed(st, i, j, lq, skv))
+                        ASSERT_TRUE(i < lq && j < skv && spec_attends(st, i, j, lq, skv))
                             << describe(st, lq, skv) << " block_m=" << block_m
                             << " block_n=" << block_n << " i0=" << i0 << " j0=" << j0
                             << ": the mask is skipped but (" << i << ", " << j
@@ -86,7 +53,7 @@ TEST(CudaTileSchedule, BlocksAndSplitsCoverEveryAllowedKeyAndMaskSkipsAreSafe) {
                 }
                 for (i64 i = i0; i < i0 + block_m && i < lq; ++i) {
                   for (i64 j = 0; j < skv; ++j) {
-                    if (!structurally_allowed(st, i, j, lq, skv)) continue;
+                    if (!spec_attends(st, i, j, lq, skv)) continue;
                     ASSERT_EQ(owner_count[static_cast<std::size_t>(j / block_n)], 1)
                         << describe(st, lq, skv) << " block_m=" << block_m << " block_n=" << block_n
                         << " splits=" << splits << " i=" << i << " j=" << j

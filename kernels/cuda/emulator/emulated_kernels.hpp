@@ -7,11 +7,11 @@
 
 namespace sdpa::cuda::emu {
 
-// cuda.flash's kernels on `plan` (host pointers), as on a device with `device.sm_count`
-// SMs (which decides the split-KV count).
-void run_flash_plan(const detail::AttentionPlan& plan, const detail::LaunchDevice& device);
+// cuda.flash's kernels on the lowered problem `p` (host pointers), as on a device with
+// `device.sm_count` SMs (which decides the split-KV count).
+void run_flash(const sdpa_cts_params& p, const detail::LaunchDevice& device);
 
-// cuda.mem_efficient's kernel on `plan` (host pointers).
-void run_mem_efficient_plan(const detail::AttentionPlan& plan);
+// cuda.mem_efficient's kernel on `p` (host pointers).
+void run_mem_efficient(const sdpa_cts_params& p, const detail::LaunchDevice& device);
 
 }  // namespace sdpa::cuda::emu
