@@ -48,9 +48,9 @@ int main(int argc, char** argv) {
     const Case c = std::get<Case>(parsed);
     const Problem& p = c.problem;
     InputBuffers in = conformance::make_inputs(c);
-    for (const char* name : {"cpu.math", "cpu.mem_efficient", "cpu.flash"}) {
-      const Backend* b = find_backend(name);
-      if (!b) continue;
+    for (const Backend* b : builtin_backends()) {
+      if (b->capabilities().device != DeviceKind::cpu) continue;
+      const std::string name(b->name());
       for (IsaTarget isa : available_isa_targets(cpu.cpu)) {
         const Device dev = with_isa_target(cpu, std::string(isa_target_name(isa)));
         if (!b->supports(p, dev).ok()) continue;
@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
         std::uint64_t h = fnv(o.region(), o.region_size(), 1469598103934665603ull);
         h = fnv(lse.data(), lse.size() * sizeof(float), h);
         h = fnv(w.data(), w.size(), h);
-        std::printf("%016llx %s %s %s\n", static_cast<unsigned long long>(h), name,
+        std::printf("%016llx %s %s %s\n", static_cast<unsigned long long>(h), name.c_str(),
                     std::string(isa_target_name(isa)).c_str(), line.c_str());
       }
     }

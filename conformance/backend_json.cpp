@@ -34,8 +34,7 @@ nlohmann::ordered_json backend_json(const Backend& b) {
   caps["memory"] = memory_space_name(c.memory);
   json traits;
   traits["split_kv"] = c.traits.split_kv;
-  traits["math"] = c.traits.math;
-  traits["cudnn"] = c.traits.cudnn;
+  traits["pytorch"] = pytorch_kernel_name(c.traits.pytorch);
   traits["fused_mha"] = c.traits.fused_mha;
   traits["isa_targets"] = c.traits.isa_targets;
   caps["traits"] = traits;

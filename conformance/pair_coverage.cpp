@@ -31,31 +31,6 @@ enum Dim : int {
   kDims
 };
 
-// Where a backend's code changes with the lengths. Policy: these mirror the kernels' own
-// constants (kernels/cpu/flash_kernel.hpp kRowTile and kKeyBlock; mem_efficient_backend.cpp
-// kDirectRows, kRowBlock and its key chunk); a backend not listed has none beyond the first
-// row and the first vector of keys. Rows are (head, query) rows of one KV head's group
-// (G * L) where the kernel tiles them so, else L.
-struct LengthBlocks {
-  bool group_rows;                     // rows = G * L (else L)
-  std::vector<std::int64_t> row_cuts;  // ascending block sizes of the rows
-  std::vector<std::int64_t> key_cuts;  // ascending block sizes of the keys (0: the chunk)
-};
-
-// mem_efficient's key chunk for S (kernels/cpu/mem_efficient_backend.cpp).
-std::int64_t chunk_length(std::int64_t s, std::int64_t dqk, std::int64_t dv) {
-  auto round_up = [](std::int64_t x, std::int64_t m) { return (x + m - 1) / m * m; };
-  const std::int64_t cap = std::clamp<std::int64_t>(
-      (std::int64_t(512) << 10) / (4 * std::max<std::int64_t>(dqk + dv, 1)) / 64 * 64, 256, 1024);
-  return std::clamp(round_up((s + 15) / 16, 64), std::int64_t(256), cap);
-}
-
-LengthBlocks length_blocks(std::string_view backend) {
-  if (backend == "cpu.flash") return {true, {64}, {128}};
-  if (backend == "cpu.mem_efficient") return {true, {8, 48}, {0}};
-  return {false, {1}, {16}};
-}
-
 // Labels of a length against ascending cuts: "<c1", "=c1", "c1..c2", "=c2", ">c2".
 std::vector<std::string> cut_labels(const std::vector<std::int64_t>& cuts,
                                     const std::string& unit) {
@@ -110,7 +85,7 @@ bool ValuePair::operator==(const ValuePair& o) const {
 }
 
 std::vector<PairDimension> pair_dimensions(const Backend& backend) {
-  const LengthBlocks lb = length_blocks(backend.name());
+  const TilingCuts& lb = backend.capabilities().tiling;
   std::vector<std::string> isas;
   for (IsaTarget t : kAllIsas) isas.emplace_back(isa_target_name(t));
   return {
@@ -134,7 +109,7 @@ std::vector<PairDimension> pair_dimensions(const Backend& backend) {
 
 std::vector<int> classify_job(const Case& c, const Backend& backend, IsaTarget isa, int threads) {
   const Problem& p = c.problem;
-  const LengthBlocks lb = length_blocks(backend.name());
+  const TilingCuts& lb = backend.capabilities().tiling;
   std::vector<int> v(kDims, 0);
   v[kDtype] = p.dtype == DType::f32    ? 0
               : p.dtype == DType::f16  ? 1
@@ -169,7 +144,7 @@ std::vector<int> classify_job(const Case& c, const Backend& backend, IsaTarget i
   v[kRows] = cut_index(lb.group_rows ? group * p.len_q : p.len_q, lb.row_cuts);
   std::vector<std::int64_t> key_cuts = lb.key_cuts;
   for (auto& k : key_cuts) {
-    if (k == 0) k = chunk_length(p.len_kv, p.head_dim_qk, p.head_dim_v);
+    if (k == 0 && lb.key_chunk) k = lb.key_chunk(p.len_kv, p.head_dim_qk, p.head_dim_v);
   }
   v[kKeys] = cut_index(p.len_kv, key_cuts);
   return v;
@@ -212,7 +187,7 @@ void covered_by(const std::vector<int>& v, const std::vector<PairDimension>& dim
 
 // The case ID for an assignment of the generated dimensions on a backend's length blocks.
 std::string case_for(const std::vector<int>& a, const Backend& backend) {
-  const LengthBlocks lb = length_blocks(backend.name());
+  const TilingCuts& lb = backend.capabilities().tiling;
   const int group = a[kHeads] == 0 ? 1 : a[kHeads] == 1 ? 2 : 4;
   const std::int64_t hq = a[kHeads] == 0 ? 2 : 4;
   const std::int64_t hkv = hq / group;

@@ -415,16 +415,11 @@ Explanation explain_pytorch(const Problem& p, const Device& device, const Policy
   return e;
 }
 
-// This suite's backends that stand for one of PyTorch's (SDPBackend names).
+// The PyTorch kernel the suite's chosen backend stands for (SDPBackend names; "" for none),
+// as the backend declares it.
 std::string suite_counterpart_kind(std::string_view name) {
-  if (name == "cpu.flash") return "flash";
-  if (name == "cpu.math") return "math";
-  if (name.substr(0, 5) == "cuda.") {
-    for (const Backend* b : pytorch_model_backends()) {
-      if (b->name() == name) return pytorch_backend_name(*b);
-    }
-  }
-  return "";
+  const Backend* b = find_backend(name);
+  return b ? pytorch_kernel_name(b->capabilities().traits.pytorch) : "";
 }
 
 // Where the suite policy's decision departs from PyTorch's, and why.

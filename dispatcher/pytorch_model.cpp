@@ -59,7 +59,7 @@ Capabilities cpu_caps(bool math) {
   c.weights_output = false;
   c.last_dim_contiguous = !math;
   c.deterministic = true;
-  c.traits.math = math;
+  c.traits.pytorch = math ? PytorchKernel::math : PytorchKernel::flash;
   return c;
 }
 
@@ -107,7 +107,7 @@ class TorchCpuMath final : public ModelBackend {
   }
 };
 
-bool is_math(const Backend& b) { return b.capabilities().traits.math; }
+bool is_math(const Backend& b) { return b.capabilities().traits.pytorch == PytorchKernel::math; }
 
 // Tensor.is_contiguous() of packed rows [rows, H, D] (the jagged values, which decide it):
 // an empty tensor is contiguous, and dimensions of size 1 have no stride that matters.
@@ -140,9 +140,17 @@ const Backend& pytorch_cpu_math() {
 const std::vector<const Backend*>& pytorch_model_backends() {
   static const std::vector<const Backend*> list = [] {
     std::vector<const Backend*> v = {&pytorch_cpu_flash(), &pytorch_cpu_math()};
-    // PyTorch's default CUDA order, sdp_priority_order in ATen's Context.h.
-    for (const char* n : {"cuda.flash", "cuda.mem_efficient", "cuda.math", "cuda.cudnn"}) {
-      if (const Backend* b = find_backend(n)) v.push_back(b);
+    // PyTorch's CUDA kernels are the registry's CUDA backends that declare one, first of each
+    // kind, in PyTorch's default order (sdp_priority_order in ATen's Context.h).
+    for (PytorchKernel kind : {PytorchKernel::flash, PytorchKernel::efficient, PytorchKernel::math,
+                               PytorchKernel::cudnn}) {
+      for (const Backend* b : builtin_backends()) {
+        const Capabilities& c = b->capabilities();
+        if (c.device == DeviceKind::cuda && c.traits.pytorch == kind) {
+          v.push_back(b);
+          break;
+        }
+      }
     }
     return v;
   }();
@@ -150,12 +158,7 @@ const std::vector<const Backend*>& pytorch_model_backends() {
 }
 
 std::string pytorch_backend_name(const Backend& b) {
-  const std::string_view n = b.name();
-  if (n == "torch.cpu.flash" || n == "cuda.flash") return "flash";
-  if (n == "torch.cpu.math" || n == "cuda.math") return "math";
-  if (n == "cuda.mem_efficient") return "efficient";
-  if (n == "cuda.cudnn") return "cudnn";
-  return "";
+  return pytorch_kernel_name(b.capabilities().traits.pytorch);
 }
 
 const char* torch_route_name(TorchRoute r) {

@@ -61,10 +61,11 @@ std::vector<RuleFiring> apply_rules(const Problem& p, const Device& device,
     const int v = device.cuda.cudnn_version;
     const bool minor_ok = device.cuda.cuda_runtime >= 13000 || minor == 0 || minor == 3;
     if ((major == 9 || major == 10) && v > 91500 && minor_ok) {
-      fire("cudnn_preferred",
-           sm_name(sm) + " with cuDNN " + cudnn_version_name(v) +
-               " > 9.15.0: PyTorch puts cuDNN first on sm9x / sm10x",
-           [](const Backend& b) { return b.capabilities().traits.cudnn; });
+      fire(
+          "cudnn_preferred",
+          sm_name(sm) + " with cuDNN " + cudnn_version_name(v) +
+              " > 9.15.0: PyTorch puts cuDNN first on sm9x / sm10x",
+          [](const Backend& b) { return b.capabilities().traits.pytorch == PytorchKernel::cudnn; });
     }
   }
 
@@ -87,7 +88,7 @@ std::vector<RuleFiring> apply_rules(const Problem& p, const Device& device,
       fire("tiny_prefers_math",
            "B*Hq*L*S*(Dqk+Dv)=" + str(work) + " <= " + str(kTinyMaxWork) +
                " on a CPU: the math path has no tiling or threading overhead",
-           [](const Backend& b) { return b.capabilities().traits.math; });
+           [](const Backend& b) { return b.capabilities().traits.pytorch == PytorchKernel::math; });
     }
   }
   return fired;

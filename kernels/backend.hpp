@@ -63,12 +63,25 @@ enum class MemorySpace {
 };
 const char* memory_space_name(MemorySpace m);
 
+// Which of PyTorch's SDPA kernels (its SDPBackend) a backend is or stands for: what the
+// PyTorch policy (dispatcher/pytorch_model.cpp) picks among and what the suite policy
+// compares its choice with, and what two ordering rules read (dispatcher/rules.cpp: cuDNN
+// first on sm9x / sm10x, the materialising math path last). Declared by the backend.
+enum class PytorchKernel : std::uint8_t {
+  none,       // no PyTorch counterpart
+  math,       // the materialising math path (no tiling, no threading overhead)
+  flash,      // FlashAttention
+  efficient,  // memory-efficient attention
+  cudnn,      // the cuDNN SDPA graph
+};
+// PyTorch's SDPBackend name of a kind: "math", "flash", "efficient", "cudnn"; "" for none.
+const char* pytorch_kernel_name(PytorchKernel k);
+
 // Properties of a backend's algorithm that the dispatcher's ordering rules look at
 // (dispatcher/rules.hpp). Data, never inferred from the name.
 struct Traits {
-  bool split_kv = false;     // splits one query row's keys across workers (decode shapes)
-  bool math = false;         // the materialising math path (no tiling, no threading overhead)
-  bool cudnn = false;        // the cuDNN SDPA graph (PyTorch prefers it on sm9x / sm10x)
+  bool split_kv = false;  // splits one query row's keys across workers (decode shapes)
+  PytorchKernel pytorch = PytorchKernel::none;  // the PyTorch kernel it is or stands for
   bool fused_mha = false;    // a fused kernel native multi-head attention hands SDPA to
                              // (PyTorch's flash and memory-efficient kernels)
   bool isa_targets = false;  // has one code path per CPU ISA target (IsaTarget): a run over
@@ -80,6 +93,19 @@ struct Traits {
 
 // What a backend can do, as data. A field left at its default imposes no restriction.
 // Backends check these with check_capabilities() and add rules of their own in supports().
+// Where a backend's code changes with the problem's lengths: pair coverage
+// (conformance/pair_coverage.cpp) cuts the rows and keys of a problem at these points, so
+// that the pairs tier reaches every side of every cut. Declared by the backend from its own
+// tile constants.
+using KeyChunkFn = std::int64_t (*)(std::int64_t len_kv, std::int64_t dqk, std::int64_t dv);
+struct TilingCuts {
+  bool group_rows = false;                 // rows are (head, query) rows of a KV head's group
+                                           // (G * L), else query rows (L)
+  std::vector<std::int64_t> row_cuts{1};   // ascending row-block sizes
+  std::vector<std::int64_t> key_cuts{16};  // ascending key-block sizes; 0 = the key chunk
+  KeyChunkFn key_chunk = nullptr;          // the key chunk for S, Dqk, Dv (when a cut is 0)
+};
+
 struct Capabilities {
   std::vector<DType> dtypes;            // element types accepted
   DeviceKind device = DeviceKind::cpu;  // where it runs
@@ -104,6 +130,7 @@ struct Capabilities {
   bool batch_invariant = false;         // a row's output does not depend on the rest of the batch
   MemorySpace memory = MemorySpace::host;  // where run() expects its buffers
   Traits traits;                           // algorithm properties the dispatcher's rules use
+  TilingCuts tiling;                       // where its code changes with L and S
 };
 
 // Output and input pointers for one run; each points at element 0 of its view (layouts in

@@ -17,6 +17,22 @@ const char* memory_space_name(MemorySpace m) {
   return "?";
 }
 
+const char* pytorch_kernel_name(PytorchKernel k) {
+  switch (k) {
+    case PytorchKernel::none:
+      return "";
+    case PytorchKernel::math:
+      return "math";
+    case PytorchKernel::flash:
+      return "flash";
+    case PytorchKernel::efficient:
+      return "efficient";
+    case PytorchKernel::cudnn:
+      return "cudnn";
+  }
+  return "";
+}
+
 void check_capabilities(const Capabilities& caps, const Problem& p, const Device& device,
                         Support& s) {
   if (device.kind != caps.device) {

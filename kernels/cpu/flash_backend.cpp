@@ -45,6 +45,9 @@ Capabilities make_capabilities() {
   c.batch_invariant = true;
   c.traits.fused_mha = true;
   c.traits.isa_targets = true;
+  c.traits.pytorch = PytorchKernel::flash;
+  // Its code changes at the row tile (rows of a KV head's group) and at the key block.
+  c.tiling = {true, {flash::kRowTile}, {flash::kKeyBlock}, nullptr};
   return c;
 }
 

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_backends.hpp"
-#include "kernels/cpu/sdpa_rows.hpp"
 #include "kernels/cpu/isa_target.hpp"
+#include "kernels/cpu/sdpa_rows.hpp"
 #include "kernels/cpu/vec_kernels.hpp"
 
 namespace sdpa::cpu {
@@ -342,7 +342,7 @@ class MathBackend final : public Backend {
     caps_.weights_output = true;
     caps_.deterministic = true;
     caps_.batch_invariant = true;
-    caps_.traits.math = true;
+    caps_.traits.pytorch = PytorchKernel::math;
     caps_.traits.isa_targets = true;
   }
   std::string_view name() const override { return "cpu.math"; }

@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_backends.hpp"
-#include "kernels/cpu/sdpa_rows.hpp"
 #include "kernels/cpu/isa_target.hpp"
+#include "kernels/cpu/sdpa_rows.hpp"
 #include "kernels/cpu/vec_kernels.hpp"
 
 namespace sdpa::cpu {
@@ -448,6 +448,9 @@ class MemEfficientBackend final : public Backend {
     caps_.traits.split_kv = true;
     caps_.traits.fused_mha = true;
     caps_.traits.isa_targets = true;
+    // Its code changes at the decode path's row limit and the GEMM row block (rows of a KV
+    // head's group), and at its key chunk.
+    caps_.tiling = {true, {kDirectRows, kRowBlock}, {0}, mem_efficient_chunk_length};
   }
   std::string_view name() const override { return "cpu.mem_efficient"; }
   const Capabilities& capabilities() const override { return caps_; }

@@ -33,8 +33,8 @@ Capabilities cudnn_caps() {
   c.deterministic = false;  // "cuDNN SDPA is not deterministic."
   c.batch_invariant = false;
   c.memory = MemorySpace::cuda_device;
-  c.traits.cudnn = true;       // PyTorch puts cuDNN first on sm9x / sm10x (rule cudnn_preferred)
-  c.traits.fused_mha = true;   // native multi-head attention hands SDPA to cuDNN too
+  c.traits.pytorch = PytorchKernel::cudnn;  // first on sm9x / sm10x (rule cudnn_preferred)
+  c.traits.fused_mha = true;                // native multi-head attention hands SDPA to cuDNN too
   c.traits.model_only = true;  // no cuDNN kernel in this suite: PyTorch's choice, modelled
   return c;
 }

@@ -37,6 +37,7 @@ Capabilities flash_caps() {
   c.memory = MemorySpace::cuda_device;
   c.traits.split_kv = true;
   c.traits.fused_mha = true;
+  c.traits.pytorch = PytorchKernel::flash;
   return c;
 }
 

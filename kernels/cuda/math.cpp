@@ -22,7 +22,7 @@ Capabilities math_caps() {
   c.deterministic = true;
   c.batch_invariant = false;  // GEMM algorithms may change with the batch size
   c.memory = MemorySpace::cuda_device;
-  c.traits.math = true;
+  c.traits.pytorch = PytorchKernel::math;
   return c;
 }
 

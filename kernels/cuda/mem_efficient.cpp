@@ -34,6 +34,7 @@ Capabilities mem_efficient_caps() {
   c.batch_invariant = false;
   c.memory = MemorySpace::cuda_device;
   c.traits.fused_mha = true;
+  c.traits.pytorch = PytorchKernel::efficient;
   return c;
 }
 

@@ -212,8 +212,8 @@ Capabilities capabilities_from(const sdpa_cts_capabilities& c) {
   caps.memory =
       c.memory == SDPA_CTS_MEMORY_CUDA_DEVICE ? MemorySpace::cuda_device : MemorySpace::host;
   caps.traits.split_kv = (c.traits & SDPA_CTS_TRAIT_SPLIT_KV) != 0;
-  caps.traits.math = (c.traits & SDPA_CTS_TRAIT_MATH) != 0;
-  caps.traits.cudnn = (c.traits & SDPA_CTS_TRAIT_CUDNN) != 0;
+  if (c.traits & SDPA_CTS_TRAIT_MATH) caps.traits.pytorch = PytorchKernel::math;
+  if (c.traits & SDPA_CTS_TRAIT_CUDNN) caps.traits.pytorch = PytorchKernel::cudnn;
   caps.traits.fused_mha = (c.traits & SDPA_CTS_TRAIT_FUSED_MHA) != 0;
   return caps;
 }

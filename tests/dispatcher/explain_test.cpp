@@ -218,8 +218,8 @@ TEST(Explain, NamesOfVerdictsAndOutcomes) {
   // The rules read traits, which the backends declare as data.
   EXPECT_TRUE(find_backend("cpu.mem_efficient")->capabilities().traits.split_kv);
   EXPECT_TRUE(find_backend("cuda.flash")->capabilities().traits.split_kv);
-  EXPECT_TRUE(find_backend("cuda.math")->capabilities().traits.math);
-  EXPECT_TRUE(find_backend("cuda.cudnn")->capabilities().traits.cudnn);
+  EXPECT_EQ(find_backend("cuda.math")->capabilities().traits.pytorch, PytorchKernel::math);
+  EXPECT_EQ(find_backend("cuda.cudnn")->capabilities().traits.pytorch, PytorchKernel::cudnn);
   EXPECT_FALSE(find_backend("cuda.cudnn")->capabilities().traits.split_kv);
 }
 
@@ -234,8 +234,8 @@ TEST(Rules, PromoteByTraitsNotByName) {
     return testing::FakeCpuBackend(std::move(name), c);
   };
   const auto plain = make("cpu.math", DeviceKind::cpu, [](Traits&) {});
-  const auto mathy =
-      make("vendor.reference_path", DeviceKind::cpu, [](Traits& t) { t.math = true; });
+  const auto mathy = make("vendor.reference_path", DeviceKind::cpu,
+                          [](Traits& t) { t.pytorch = PytorchKernel::math; });
   std::vector<const Backend*> order = {&plain, &mathy};
   auto fired = dispatcher::apply_rules(testing::problem("b1.hq1.l4.s4.dqk8.f32.seed1"),
                                        testing::device("cpu-avx2"), order);
@@ -252,7 +252,8 @@ TEST(Rules, PromoteByTraitsNotByName) {
   EXPECT_EQ(fired[0].name, "decode_split_kv");
   EXPECT_EQ(order.front(), &splitter);
 
-  const auto graph = make("vendor.graph", DeviceKind::cuda, [](Traits& t) { t.cudnn = true; });
+  const auto graph =
+      make("vendor.graph", DeviceKind::cuda, [](Traits& t) { t.pytorch = PytorchKernel::cudnn; });
   const auto named = make("cuda.cudnn", DeviceKind::cuda, [](Traits&) {});
   order = {&named, &graph};
   fired = dispatcher::apply_rules(testing::problem("b4.hq8.l512.s512.dqk64.f16.seed1"),
@@ -263,7 +264,7 @@ TEST(Rules, PromoteByTraitsNotByName) {
 
   // A model of another library's kernel is promoted only when the caller asks.
   const auto model = make("vendor.model", DeviceKind::cuda, [](Traits& t) {
-    t.cudnn = true;
+    t.pytorch = PytorchKernel::cudnn;
     t.model_only = true;
   });
   order = {&named, &model};

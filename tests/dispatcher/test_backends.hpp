@@ -73,7 +73,7 @@ inline const Backend& fake_cpu_math() {
     c.dtypes = {DType::f64, DType::f32, DType::f16, DType::bf16};
     c.weights_output = true;
     c.deterministic = true;
-    c.traits.math = true;
+    c.traits.pytorch = PytorchKernel::math;
     return c;
   }());
   return b;
