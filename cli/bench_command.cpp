@@ -111,8 +111,8 @@ int run(const Options& opt) {
   // the times are the backend's run() alone (which returns when its work is done).
   std::unique_ptr<conformance::PlacedBuffers> placed;
   try {
-    placed = std::make_unique<conformance::PlacedBuffers>(
-        conformance::run_memory_space(backend->capabilities(), device), p, in, out);
+    placed =
+        std::make_unique<conformance::PlacedBuffers>(backend->run_memory_space(device), p, in, out);
   } catch (const std::runtime_error& e) {
     return fail(std::string(backend->name()) + ": " + e.what());
   }

@@ -46,7 +46,7 @@ double ratio_of(double got, double want, double tol, double* abs_err) {
 // are copied back afterwards (conformance/memory_space.hpp).
 void run_backend(const Backend& backend, const Problem& p, InputBuffers& in, OutputBuffers& out,
                  const Device& device, const RunOptions& options) {
-  PlacedBuffers placed(run_memory_space(backend.capabilities(), device), p, in, out);
+  PlacedBuffers placed(backend.run_memory_space(device), p, in, out);
   backend.run(p, placed.get(), device, options);
   placed.copy_back();
 }

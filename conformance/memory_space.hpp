@@ -1,6 +1,7 @@
 // Copies of guarded buffers in a backend's memory space. The judge allocates, fills and
 // poisons every buffer in host memory; for a backend whose run() expects another space
-// (Capabilities::memory) it mirrors each whole guarded region there (margins, gaps and
+// (Backend::run_memory_space; the space's operations are its family's,
+// kernels/device_memory.hpp) it mirrors each whole guarded region there (margins, gaps and
 // poison included), runs, and copies the regions back, so the same guard checks see any
 // write outside a view or into an input.
 #pragma once
@@ -12,28 +13,9 @@
 #include "core/case_buffers.hpp"
 #include "core/guarded_buffer.hpp"
 #include "kernels/backend.hpp"
+#include "kernels/device_memory.hpp"
 
 namespace sdpa::conformance {
-
-// Raw memory of one space.
-class DeviceMemory {
- public:
-  virtual ~DeviceMemory() = default;
-  virtual void* allocate(std::size_t bytes) const = 0;
-  virtual void release(void* p) const = 0;
-  virtual void to_device(void* dst, const void* src, std::size_t bytes) const = 0;
-  virtual void to_host(void* dst, const void* src, std::size_t bytes) const = 0;
-};
-
-// Where a backend's run() gets its buffers on `device`: its Capabilities::memory, except
-// that CUDA device memory on an emulated GPU (CudaProperties::emulated) is test_device
-// memory, a separate host allocation the emulated kernels read and write.
-MemorySpace run_memory_space(const Capabilities& caps, const Device& device);
-
-// The memory of `space`: nullptr for host memory (buffers are used in place). Throws
-// std::runtime_error when this build cannot reach the space (CUDA device memory in a build
-// without the CUDA runtime).
-const DeviceMemory* device_memory(MemorySpace space);
 
 // One guarded buffer mirrored in a device memory: the region is copied there on
 // construction; copy_back() brings it home (outputs) so the guards can be checked.

@@ -169,6 +169,12 @@ class Backend {
   // supports() said yes; throws std::runtime_error on an internal failure.
   virtual void run(const Problem& p, const Buffers& buffers, const Device& device,
                    const RunOptions& options) const = 0;
+  // Where run() takes its buffers on `device`: Capabilities::memory, unless the family says
+  // otherwise (an emulated GPU's kernels take host memory standing in for the device).
+  virtual MemorySpace run_memory_space(const Device& device) const {
+    static_cast<void>(device);
+    return capabilities().memory;
+  }
 };
 
 // The data-driven checks every backend shares: dtype, device kind, head dims, masks,

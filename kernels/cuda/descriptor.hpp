@@ -4,6 +4,7 @@
 #include <string>
 #include <string_view>
 
+#include "kernels/cuda/cuda_memory.hpp"
 #include "kernels/cuda/cuda_rules.hpp"
 
 namespace sdpa::cuda::detail {
@@ -16,6 +17,9 @@ class DescriptorBackend : public Backend {
   const Capabilities& capabilities() const override { return caps_; }
   void run(const Problem&, const Buffers&, const Device&, const RunOptions&) const override {
     no_kernels(name_, caps_.traits.model_only);
+  }
+  MemorySpace run_memory_space(const Device& device) const override {
+    return cuda::run_memory_space(caps_, device);
   }
 
  private:
