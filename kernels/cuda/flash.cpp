@@ -2,7 +2,8 @@
 // cuda/sdp_utils.cpp), docs/DISPATCH.md; with CUDA in the build, run() is the
 // FlashAttention-2 style tensor-core kernel of flash_kernel.cu.
 #include "kernels/cuda/descriptor.hpp"
-#include "kernels/cuda/emulator/emulated_kernels.hpp"
+#include "kernels/cuda/emulator/emu_runtime.hpp"
+#include "kernels/cuda/flash_body.hpp"
 #include "kernels/cuda/launch_device.hpp"
 #include "kernels/lowered_problem.hpp"
 
@@ -73,8 +74,10 @@ class Flash final : public detail::DescriptorBackend {
   void run(const Problem& p, const Buffers& buf, const Device& device,
            const RunOptions&) const override {
     const LoweredProblem lowered(p, buf);
-    if (device.cuda.emulated)
-      return emu::run_flash(lowered.params(), detail::launch_device(device));
+    if (device.cuda.emulated) {
+      emu::EmuRuntime rt;
+      return detail::flash::run_lowered(lowered.params(), detail::launch_device(device), rt);
+    }
 #ifdef SDPA_CTS_HAVE_CUDA
     detail::run_flash(lowered.params(), detail::launch_device(device));
 #else

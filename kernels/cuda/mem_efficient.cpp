@@ -2,8 +2,9 @@
 // in its cuda/sdp_utils.cpp), docs/DISPATCH.md; with CUDA in the build, run() is the SIMT
 // kernel of mem_efficient_kernel.cu.
 #include "kernels/cuda/descriptor.hpp"
-#include "kernels/cuda/emulator/emulated_kernels.hpp"
+#include "kernels/cuda/emulator/emu_runtime.hpp"
 #include "kernels/cuda/launch_device.hpp"
+#include "kernels/cuda/mem_efficient_body.hpp"
 #include "kernels/lowered_problem.hpp"
 
 namespace sdpa::cuda {
@@ -108,7 +109,8 @@ class MemEfficient final : public detail::DescriptorBackend {
            const RunOptions&) const override {
     const LoweredProblem lowered(p, buf);
     if (device.cuda.emulated) {
-      return emu::run_mem_efficient(lowered.params(), detail::launch_device(device));
+      emu::EmuRuntime rt;
+      return detail::mem_efficient::run_lowered(lowered.params(), rt);
     }
 #ifdef SDPA_CTS_HAVE_CUDA
     detail::run_mem_efficient(lowered.params(), detail::launch_device(device));

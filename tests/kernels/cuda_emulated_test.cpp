@@ -14,7 +14,9 @@
 #include "core/case_id.hpp"
 #include "core/device.hpp"
 #include "kernels/cuda/cuda_backends.hpp"
-#include "kernels/cuda/emulator/emulated_kernels.hpp"
+#include "kernels/cuda/emulator/emu_runtime.hpp"
+#include "kernels/cuda/flash_body.hpp"
+#include "kernels/cuda/mem_efficient_body.hpp"
 #include "kernels/lowered_problem.hpp"
 
 namespace sdpa {
@@ -56,20 +58,23 @@ class Emulated final : public Backend {
 };
 
 const Emulated& emulated_flash() {
-  static const Emulated b(cuda::flash_backend(), "emulated.cuda.flash",
-                          [](const Problem& p, const Buffers& buf) {
-                            cuda::detail::LaunchDevice d;
-                            d.sm = 80;
-                            d.sm_count = 8;
-                            cuda::emu::run_flash(LoweredProblem(p, buf).params(), d);
-                          });
+  static const Emulated b(
+      cuda::flash_backend(), "emulated.cuda.flash", [](const Problem& p, const Buffers& buf) {
+        cuda::detail::LaunchDevice d;
+        d.sm = 80;
+        d.sm_count = 8;
+        cuda::emu::EmuRuntime rt;
+        cuda::detail::flash::run_lowered(LoweredProblem(p, buf).params(), d, rt);
+      });
   return b;
 }
 
 const Emulated& emulated_mem_efficient() {
   static const Emulated b(cuda::mem_efficient_backend(), "emulated.cuda.mem_efficient",
                           [](const Problem& p, const Buffers& buf) {
-                            cuda::emu::run_mem_efficient(LoweredProblem(p, buf).params(), {});
+                            cuda::emu::EmuRuntime rt;
+                            cuda::detail::mem_efficient::run_lowered(
+                                LoweredProblem(p, buf).params(), rt);
                           });
   return b;
 }

@@ -1,17 +1,17 @@
-#include "kernels/cuda/emulator/emulated_kernels.hpp"
+// The host emulator's runtime for a fused kernel's host side (the twin of
+// kernels/cuda/cuda_runtime.cuh, the same interface): a descriptor's run() on an emulated GPU
+// runs the kernel's body here, compiled by the host compiler against emulator.hpp
+// (docs/KERNELS.md, "Adding a CUDA fused kernel"). For tests and for investigating a kernel
+// without a GPU; never a substitute for a GPU run.
+#pragma once
 
-#include <cstring>
-#include <stdexcept>
+#include <cstddef>
 #include <vector>
 
 #include "kernels/cuda/emulator/emulator.hpp"
-#include "kernels/cuda/flash_body.hpp"
-#include "kernels/cuda/mem_efficient_body.hpp"
+#include "kernels/cuda/plan.hpp"
 
 namespace sdpa::cuda::emu {
-namespace {
-
-using detail::i64;
 
 // The emulator's runtime for every fused kernel's host side (the twin of
 // cuda_runtime.cuh): host vectors for the per-batch arrays, the flags and the scratch, and a
@@ -22,7 +22,7 @@ class EmuRuntime {
     batch_ = host;
     return detail::batch_arrays_at(batch_.data(), batch);
   }
-  detail::OverflowFlags overflow_flags(i64 rows) {
+  detail::OverflowFlags overflow_flags(long long rows) {
     flag_storage_.assign(static_cast<std::size_t>(rows), 0);
     count_ = 0;
     return {flag_storage_.data(), &count_};
@@ -35,7 +35,7 @@ class EmuRuntime {
   }
   int sm_count(const detail::LaunchDevice& dev) { return dev.sm_count; }
   template <class Body>
-  void launch(const Body& body, i64 blocks) {
+  void launch(const Body& body, long long blocks) {
     emu::launch(blocks, Body::kThreads, Body::kSmemBytes, [&](unsigned char* smem) { body(smem); });
   }
   void finish() {}
@@ -46,17 +46,5 @@ class EmuRuntime {
   int count_ = 0;
   std::vector<std::vector<unsigned char>> slots_ = std::vector<std::vector<unsigned char>>(8);
 };
-
-}  // namespace
-
-void run_flash(const sdpa_cts_params& p, const detail::LaunchDevice& device) {
-  EmuRuntime rt;
-  detail::flash::run_lowered(p, device, rt);
-}
-
-void run_mem_efficient(const sdpa_cts_params& p, const detail::LaunchDevice&) {
-  EmuRuntime rt;
-  detail::mem_efficient::run_lowered(p, rt);
-}
 
 }  // namespace sdpa::cuda::emu
