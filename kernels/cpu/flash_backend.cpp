@@ -3,7 +3,7 @@
 // This file is the driver: it checks and flattens the problem, cuts it into work items
 // (a tile of up to kRowTile (head, query) rows of one kv head's group), and runs the items
 // on OpenMP threads with dynamic scheduling. Each item is computed start to finish by one
-// thread, by the kernel of the chosen SIMD target (flash_<target>.cpp), in a fixed order,
+// thread, by the kernel of the chosen SIMD target (run_item_<target>), in a fixed order,
 // so the output bits do not depend on the thread count or on the rest of the batch.
 #include <omp.h>
 

@@ -1,5 +1,6 @@
 // cpu.flash internals shared by the driver (flash_backend.cpp) and the per-target kernel
-// translation units (flash_<target>.cpp, built from flash_impl.hpp).
+// translation units (generated from flash_impl.hpp by sdpa_cts_isa_units in
+// kernels/cpu/CMakeLists.txt).
 //
 // Only plain data and function declarations live here: no inline code, so nothing
 // compiled with one target's instruction-set flags can be picked by the linker for code
