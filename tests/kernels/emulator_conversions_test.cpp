@@ -4,8 +4,8 @@
 // sign): bit for bit, on every f16 and bf16 pattern widened and on f32 values that reach
 // every rounding case when narrowed (each tie between neighbours and the f32 values on either
 // side of it, subnormals, the overflow thresholds, NaNs, and a stride through all f32 bit
-// patterns). A few anchors with hand-computed results keep the comparison honest should both
-// sides ever go wrong the same way.
+// patterns). core/dtype's own correctness is tests/core/dtype_test.cpp's; a few anchors with
+// hand-computed results here keep the comparison honest should both sides go wrong alike.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -155,6 +155,8 @@ TEST(EmulatorConversions, NarrowingToHalfRoundsAsCoreDtype) {
   EXPECT_EQ(emu_half_bits(std::ldexp(1.f, -25)), 0x0000);     // tie at zero
   EXPECT_EQ(emu_half_bits(std::ldexp(3.f, -25)), 0x0002);     // subnormal tie, up
   EXPECT_EQ(emu_half_bits(std::ldexp(2047.f, -25)), 0x0400);  // into the normals
+  EXPECT_EQ(emu_half_bits(-0.f), 0x8000);                     // -0 keeps its sign
+  EXPECT_EQ(emu_half_bits(-std::ldexp(1.f, -26)), 0x8000);    // as does an underflow
   EXPECT_EQ(emu_half_bits(-65519.99f), 0xfbff);
   EXPECT_EQ(emu_half_bits(65520.f), 0x7c00);
   EXPECT_EQ(emu_half_bits(float_of(0xffa00000u)), 0xfe00);  // NaN: quiet, sign kept
@@ -168,6 +170,8 @@ TEST(EmulatorConversions, NarrowingToBf16RoundsAsCoreDtype) {
   EXPECT_EQ(emu_bf16_bits(float_of(0x3f818000u)), 0x3f82);  // tie, up to even
   EXPECT_EQ(emu_bf16_bits(float_of(0x3f808001u)), 0x3f81);
   EXPECT_EQ(emu_bf16_bits(float_of(0x00018000u)), 0x0002);  // subnormal tie, up (no flush)
+  EXPECT_EQ(emu_bf16_bits(-0.f), 0x8000);                   // -0 keeps its sign
+  EXPECT_EQ(emu_bf16_bits(float_of(0x80007fffu)), 0x8000);  // as does an underflow
   EXPECT_EQ(emu_bf16_bits(float_of(0x7f7fffffu)), 0x7f80);  // overflow to infinity
   EXPECT_EQ(emu_bf16_bits(float_of(0xff800001u)), 0xffc0);  // NaN: quiet, sign kept
 }

@@ -3,11 +3,12 @@
 #include <ucontext.h>
 
 #include <array>
-#include <cmath>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <vector>
+
+#include "core/dtype.hpp"
 
 // AddressSanitizer must be told about every stack switch (its fiber API), or it reports the
 // fibers' stacks as errors.
@@ -28,57 +29,6 @@ void __sanitizer_finish_switch_fiber(void* fake_stack_save, const void** bottom_
 
 namespace sdpa::cuda::emu {
 namespace {
-
-// ---------------------------------------------------------------- 16-bit types
-
-std::uint32_t bits_of(float x) {
-  std::uint32_t u;
-  std::memcpy(&u, &x, 4);
-  return u;
-}
-float float_of(std::uint32_t u) {
-  float x;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
-
-std::uint16_t bf16_bits(float x) {
-  const std::uint32_t u = bits_of(x);
-  if (std::isnan(x)) return static_cast<std::uint16_t>((u >> 16) | 0x40);  // stays a NaN
-  const std::uint32_t rounding = 0x7fff + ((u >> 16) & 1);
-  return static_cast<std::uint16_t>((u + rounding) >> 16);
-}
-
-std::uint16_t half_bits(float x) {
-  const std::uint32_t u = bits_of(x);
-  const std::uint16_t sign = static_cast<std::uint16_t>((u >> 16) & 0x8000);
-  const float a = std::fabs(x);
-  if (std::isnan(x)) return static_cast<std::uint16_t>(sign | 0x7e00);
-  if (a >= 65520.0f) return static_cast<std::uint16_t>(sign | 0x7c00);  // rounds to inf
-  if (a < 6.103515625e-05f) {  // subnormal range: multiples of 2^-24, rounded to nearest even
-    const float q = std::nearbyint(a * 16777216.0f);  // the default rounding mode is RNE
-    return static_cast<std::uint16_t>(sign | static_cast<std::uint16_t>(q));
-  }
-  const std::uint32_t au = bits_of(a);
-  const int exp = static_cast<int>(au >> 23) - 127 + 15;
-  std::uint32_t mant = au & 0x7fffff;
-  std::uint32_t h = (static_cast<std::uint32_t>(exp) << 10) | (mant >> 13);
-  const std::uint32_t rest = mant & 0x1fff;
-  if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) ++h;  // may carry into the exponent: fine
-  return static_cast<std::uint16_t>(sign | h);
-}
-
-float half_to_float(std::uint16_t h) {
-  const std::uint32_t sign = (h & 0x8000u) << 16;
-  const int exp = (h >> 10) & 0x1f;
-  const std::uint32_t mant = h & 0x3ffu;
-  if (exp == 0) {
-    const float v = std::ldexp(static_cast<float>(mant), -24);
-    return sign ? -v : v;
-  }
-  if (exp == 31) return float_of(sign | 0x7f800000u | (mant << 13));
-  return float_of(sign | (static_cast<std::uint32_t>(exp - 15 + 127) << 23) | (mant << 13));
-}
 
 // ---------------------------------------------------------------- fibers
 
@@ -230,7 +180,7 @@ std::uint16_t u16_at(const void* row, int index) {
 
 float element(unsigned reg, int half, bool bf16) {
   const auto bits = static_cast<std::uint16_t>(half ? reg >> 16 : reg & 0xffffu);
-  return bf16 ? float_of(static_cast<std::uint32_t>(bits) << 16) : half_to_float(bits);
+  return bf16 ? sdpa::bf16_to_float(bits) : sdpa::half_to_float(bits);
 }
 
 // Runs every thread of block `blk` to completion (round-robin, switching at collectives).
@@ -281,8 +231,12 @@ void run_block(Block& b, long long blk) {
 
 }  // namespace
 
-Bf16::Bf16(float x) : bits(bf16_bits(x)) {}
-Half::Half(float x) : bits(half_bits(x)) {}
+// The f16/bf16 conversions are core/dtype's, the project's one definition of them (round to
+// nearest even, overflow to infinity, NaN kept quiet with its sign), so that the emulated
+// kernels round exactly as the CPU kernels and the reference do
+// (tests/kernels/emulator_conversions_test.cpp).
+Bf16::Bf16(float x) : bits(sdpa::float_to_bf16(x)) {}
+Half::Half(float x) : bits(sdpa::float_to_half(x)) {}
 
 void launch(long long blocks, int threads, std::size_t smem_bytes,
             const std::function<void(unsigned char* smem)>& body) {
@@ -307,8 +261,8 @@ void launch(long long blocks, int threads, std::size_t smem_bytes,
 
 namespace ops {
 
-float to_float(Bf16 x) { return float_of(static_cast<std::uint32_t>(x.bits) << 16); }
-float to_float(Half x) { return half_to_float(x.bits); }
+float to_float(Bf16 x) { return sdpa::bf16_to_float(x.bits); }
+float to_float(Half x) { return sdpa::half_to_float(x.bits); }
 Bf16 to_bf16(float x) { return Bf16(x); }
 Half to_half(float x) { return Half(x); }
 

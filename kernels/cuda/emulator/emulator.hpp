@@ -20,7 +20,8 @@
 
 namespace sdpa::cuda::emu {
 
-// bf16 and IEEE binary16 as their bits; conversions round to nearest even.
+// bf16 and IEEE binary16 as their bits; the conversions are core/dtype's (round to nearest
+// even, NaN kept quiet).
 struct Bf16 {
   std::uint16_t bits = 0;
   Bf16() = default;
