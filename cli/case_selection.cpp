@@ -3,6 +3,7 @@
 #include <regex>
 #include <stdexcept>
 
+#include "cli/command_line_case.hpp"
 #include "conformance/case_sampler.hpp"
 #include "conformance/tier.hpp"
 #include "core/case_id.hpp"
@@ -66,7 +67,7 @@ std::vector<SelectedCase> select_cases(const CaseSelection& s, std::string* name
     }
   } else if (!s.cases.empty()) {
     for (const auto& id : s.cases) {
-      const std::string canonical = format_case_id(parse_case_id_or_throw(id));
+      const std::string canonical = format_case_id(parse_command_line_case(id));
       cases.emplace_back(canonical, s.golden.empty() ? "" : s.golden.front());
     }
   } else if (!s.golden.empty()) {

@@ -27,7 +27,8 @@ void add_case_selection_options(CLI::App* cmd, CaseSelection* selection);
 using SelectedCase = std::pair<std::string, std::string>;
 
 // The selected cases, in order; *name is the tier's name, "sample" or "custom". Throws
-// std::invalid_argument for conflicting options, a bad tier, ID, file or filter.
+// std::invalid_argument for conflicting options, a bad tier, ID, file or filter, and for a
+// --case that is not a valid problem (command_line_case.hpp).
 std::vector<SelectedCase> select_cases(const CaseSelection& s, std::string* name);
 
 }  // namespace sdpa::cli

@@ -8,6 +8,8 @@
 #include <map>
 
 #include "cli/plugin_options.hpp"
+#include "conformance/byte_size.hpp"
+#include "conformance/case_memory.hpp"
 #include "conformance/runner.hpp"
 #include "conformance/tolerance.hpp"
 #include "kernels/registry.hpp"
@@ -107,6 +109,7 @@ RunResult execute_run(const RunRequest& opt, const std::vector<SelectedCase>& ca
   RunnerOptions ro;
   ro.jobs = opt.jobs;
   ro.timeout_seconds = opt.timeout;
+  ro.max_case_memory = opt.max_case_memory;
   ro.isolate = !opt.no_isolate;
   ro.worker_init = [&probed] {
     for (const auto& p : probed) plugins::load_plugin(p.path);
@@ -116,9 +119,11 @@ RunResult execute_run(const RunRequest& opt, const std::vector<SelectedCase>& ca
     CaseRecord r = record;
     apply_expectations(opt.expected, r);
     live.add(r.status);
-    if (is_failure(r.status) || r.status == Status::expected_failure) {
+    if (is_failure(r.status) || r.status == Status::expected_failure ||
+        r.status == Status::not_judged) {
       // An XFAIL prints too (its message names the original status and the listed reason),
-      // so that a log shows what the expectations file hid.
+      // so that a log shows what the expectations file hid; so does a case the harness could
+      // not judge here (its size, or the harness's allocation failure).
       std::cerr << (tty ? "\r\033[K" : "") << status_name(r.status) << " " << r.backend << " "
                 << r.case_id << ": " << r.message << "\n  repro: " << r.repro << "\n";
     }
@@ -181,6 +186,19 @@ void add_run_request_options(CLI::App* cmd, RunRequest* request, std::string* sh
   cmd->add_option("--simd", request->simd, "SIMD target: scalar, avx2, avx512, avx512bf16, or all");
   cmd->add_option("--timeout", request->timeout, "Per-case timeout in seconds")
       ->check(CLI::PositiveNumber);
+  cmd->add_option_function<std::string>(
+         "--max-case-memory",
+         [request](const std::string& text) {
+           try {
+             request->max_case_memory = parse_byte_size(text);
+           } catch (const std::invalid_argument& e) {
+             throw CLI::ValidationError("--max-case-memory", e.what());
+           }
+         },
+         "Host memory the harness may use for one case (512M, 8G, ...); a case that needs more "
+         "is NOT_JUDGED, or refused when named by --case. Default: half the physical memory (" +
+             format_byte_size(physical_memory_bytes() / 2) + " here) divided by --jobs")
+      ->type_name("SIZE");
   cmd->add_flag("--no-isolate", request->no_isolate, "Run cases in this process (for a debugger)");
   add_plugin_option(cmd, &request->plugins);
   cmd->add_option("--shard", *shard_text,

@@ -25,6 +25,7 @@ struct RunRequest {
   int threads = 0;                     // OpenMP threads per backend run (0 = default)
   std::string simd;                    // "", a SIMD target name, or "all"
   double timeout = 300;                // per-job timeout in seconds
+  std::uint64_t max_case_memory = 0;   // host memory one case's harness may use (0 = default)
   bool no_isolate = false;             // run jobs in this process
   std::vector<std::string> plugins;    // --plugin files (SDPA_CTS_PLUGINS adds more)
   bool plugin_backends = false;        // judge only the plugins' backends
@@ -43,7 +44,7 @@ struct RunResult {
 
 // Runs `cases` (from select_cases or a profile) as `request` says; `tier` names them in the
 // reports. Throws std::invalid_argument for an unknown backend, a bad device or SIMD target,
-// or an empty selection.
+// or an empty selection. A case too large for the run's memory limit is a NOT_JUDGED record.
 RunResult execute_run(const RunRequest& request, const std::vector<SelectedCase>& cases,
                       const std::string& tier);
 
@@ -51,9 +52,9 @@ RunResult execute_run(const RunRequest& request, const std::vector<SelectedCase>
 // expected to fail that passed.
 void print_run_summary(const RunResult& result);
 
-// Adds --jobs, --threads, --simd, --timeout, --no-isolate, --device, --backend, --plugin,
-// --shard and --expect (the options `run` and `certify` share) to `cmd`; `shard_text` and
-// `expect_file` receive --shard and --expect, for finish_run_request.
+// Adds --jobs, --threads, --simd, --timeout, --max-case-memory, --no-isolate, --device,
+// --backend, --plugin, --shard and --expect (the options `run` and `certify` share) to `cmd`;
+// `shard_text` and `expect_file` receive --shard and --expect, for finish_run_request.
 void add_run_request_options(CLI::App* cmd, RunRequest* request, std::string* shard_text,
                              std::string* expect_file);
 

@@ -8,6 +8,7 @@
 #include <memory>
 #include <regex>
 
+#include "cli/command_line_case.hpp"
 #include "cli/commands.hpp"
 #include "conformance/judge.hpp"
 #include "conformance/run_record.hpp"
@@ -44,7 +45,7 @@ int run(const Options& opt) {
   if (!opt.cases.empty()) {
     std::vector<std::string> chosen;
     for (const auto& c : opt.cases) {
-      const std::string id = format_case_id(parse_case_id_or_throw(c));
+      const std::string id = format_case_id(parse_command_line_case(c));
       if (std::find(ids.begin(), ids.end(), id) == ids.end()) {
         throw std::invalid_argument(opt.results + ": no case '" + id + "' under /sdpa");
       }

@@ -4,8 +4,10 @@
 // TIMEOUT (an XFAIL, a failure listed with --expect, does not count).
 #include <iostream>
 
+#include "cli/command_line_case.hpp"
 #include "cli/commands.hpp"
 #include "cli/conformance_run.hpp"
+#include "conformance/case_memory.hpp"
 #include "reports/reports.hpp"
 
 namespace sdpa::cli {
@@ -25,6 +27,14 @@ int run(Options opt) {
   finish_run_request(&opt.request, opt.shard, opt.expect_file);
   std::string tier_name;
   const std::vector<SelectedCase> cases = select_cases(opt.selection, &tier_name);
+  if (!opt.selection.cases.empty()) {
+    // A case named on the command line that cannot fit is refused, not recorded.
+    const std::uint64_t limit =
+        conformance::case_memory_limit(opt.request.max_case_memory, opt.request.jobs);
+    for (const auto& [id, golden_file] : cases) {
+      check_command_line_case_fits(id, parse_command_line_case(id), !golden_file.empty(), limit);
+    }
+  }
   RunResult result = execute_run(opt.request, cases, tier_name);
   result.summary.seed = opt.selection.seed;
   print_run_summary(result);

@@ -9,7 +9,9 @@
 #include <memory>
 
 #include "cli/case_search.hpp"
+#include "cli/command_line_case.hpp"
 #include "cli/commands.hpp"
+#include "conformance/case_memory.hpp"
 #include "conformance/status.hpp"
 #include "core/case_id.hpp"
 
@@ -24,7 +26,9 @@ struct Options {
 int run(const Options& o) {
   try {
     const SearchTarget target(o.search);
-    const std::string id = format_case_id(parse_case_id_or_throw(o.case_id));
+    const Case c = parse_command_line_case(o.case_id);
+    const std::string id = format_case_id(c);
+    check_command_line_case_fits(id, c, false, conformance::case_memory_limit(0, o.search.jobs));
     const auto first = target.run({id});
     const conformance::Status status = first.at(0).status;
     if (!conformance::is_failure(status)) {

@@ -13,9 +13,6 @@
 namespace sdpa::conformance {
 namespace {
 
-// Largest B*H*L*S*(Dqk+Dv) for which the naive baseline of the second gate is computed.
-constexpr double kNaiveBaselineMaxWork = 2e8;
-
 CaseOutcome verdict(Status status, std::string message) {
   CaseOutcome out;
   out.status = status;
@@ -42,15 +39,6 @@ double ratio_of(double got, double want, double tol, double* abs_err) {
   return tol > 0 ? *abs_err / tol : INFINITY;
 }
 
-// Runs the backend: in place for host memory, else on mirrors of every guarded region that
-// are copied back afterwards (conformance/memory_space.hpp).
-void run_backend(const Backend& backend, const Problem& p, InputBuffers& in, OutputBuffers& out,
-                 const Device& device, const RunOptions& options) {
-  PlacedBuffers placed(backend.run_memory_space(device), p, in, out);
-  backend.run(p, placed.get(), device, options);
-  placed.copy_back();
-}
-
 // Running worst element of a case.
 struct Worst {
   CaseOutcome& out;
@@ -64,6 +52,12 @@ struct Worst {
 };
 
 }  // namespace
+
+bool quality_gate_runs(const Problem& p) {
+  const double work = double(p.batch) * double(p.heads_q) * double(p.len_q) * double(p.len_kv) *
+                      double(p.head_dim_qk + p.head_dim_v);
+  return work <= kNaiveBaselineMaxWork;
+}
 
 double capture_unit(std::int64_t digits) {
   if (digits > 16) return 0;
@@ -92,8 +86,23 @@ CaseOutcome judge(const Backend& backend, const Problem& p, InputBuffers& in, co
                   const ToleranceTable& table) {
   if (auto early = precheck(backend, p, device)) return *early;
   OutputBuffers outputs = make_outputs(p);
+  // The buffers in the backend's memory space: in place for host memory, else mirrors of every
+  // guarded region, copied back after the run (conformance/memory_space.hpp). Making them is
+  // the harness's work: its std::bad_alloc goes to the caller (the runner's NOT_JUDGED), never
+  // into the backend's verdict.
+  std::unique_ptr<PlacedBuffers> placed;
   try {
-    run_backend(backend, p, in, outputs, device, options);
+    placed = std::make_unique<PlacedBuffers>(backend.run_memory_space(device), p,
+                                             in, outputs);
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& e) {
+    return verdict(Status::fail,
+                   std::string("the backend's memory space cannot be used: ") + e.what());
+  }
+  try {
+    backend.run(p, placed->get(), device, options);
+    placed->copy_back();
   } catch (const std::exception& e) {
     return verdict(Status::fail,
                    std::string("the backend threw after supports() accepted: ") + e.what());
@@ -215,8 +224,7 @@ CaseOutcome judge(const Backend& backend, const Problem& p, InputBuffers& in, co
   // Second gate: at most 2x the error of the naive algorithm in the same precision (plus
   // eight output roundings of the largest value), both measured against the exact result.
   // Skipped, and said so, for large problems where the scalar baseline would dominate.
-  const double work = double(B) * H * L * S * double(p.head_dim_qk + Dv);
-  if (work > kNaiveBaselineMaxWork) {
+  if (!quality_gate_runs(p)) {
     out.message = "quality gate not run: problem larger than the naive-baseline limit";
     return out;
   }

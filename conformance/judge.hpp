@@ -43,14 +43,19 @@ struct ExpectedValues {
 inline constexpr double kCaptureUlps = 16;
 double capture_unit(std::int64_t digits);
 
+// Largest B*Hq*L*S*(Dqk+Dv) for which the judge runs the quality gate's naive baseline.
+inline constexpr double kNaiveBaselineMaxWork = 2e8;
+// Whether the quality gate (the naive baseline) runs for `p`.
+bool quality_gate_runs(const Problem& p);
+
 // INVALID or NOT_SUPPORTED (with every reason) before anything runs, else nullopt.
-std::optional<CaseOutcome> precheck(const Backend& backend, const Problem& p,
-                                    const Device& device);
+std::optional<CaseOutcome> precheck(const Backend& backend, const Problem& p, const Device& device);
 
 // Judges `backend` on problem `p` with inputs `in` (snapshot taken) on `device`. Expected
 // values: `expected`, or the reference's when null. Statuses: INVALID, NOT_SUPPORTED, FAIL
 // (bound broken, a guard violation, or an error after supports() said yes), MISTRUSTED,
-// QUALITY_WARNING, PASS.
+// QUALITY_WARNING, PASS. The harness's own std::bad_alloc (buffers, mirrors, the reference)
+// is thrown, not a verdict: it says nothing about the backend.
 CaseOutcome judge(const Backend& backend, const Problem& p, InputBuffers& in, const Device& device,
                   const RunOptions& options, const ExpectedValues* expected = nullptr,
                   const ToleranceTable& table = {});

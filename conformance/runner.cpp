@@ -9,9 +9,11 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <new>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "conformance/case_memory.hpp"
 #include "conformance/check_case.hpp"
 #include "conformance/record_json.hpp"
 #include "golden/golden_file.hpp"
@@ -79,7 +81,7 @@ CaseRecord failed_init(const Job& job, const std::string& why) {
   char line[64];
   while (in && std::fgets(line, sizeof line, in)) {
     const std::size_t index = std::strtoull(line, nullptr, 10);
-    CaseRecord r = init_error.empty() ? run_job(jobs.at(index), options.lookup)
+    CaseRecord r = init_error.empty() ? run_job(jobs.at(index), options)
                                       : failed_init(jobs.at(index), init_error);
     std::string out = record_json_line(r) + "\n";
     const char* p = out.data();
@@ -176,16 +178,24 @@ std::string repro_command(const Job& job) {
   return cmd;
 }
 
-CaseRecord run_job(const Job& job, const std::function<const Backend*(std::string_view)>& lookup) {
+CaseRecord run_job(const Job& job, const RunnerOptions& runner) {
   CaseRecord r = base_record(job);
   const auto t0 = Clock::now();
   try {
-    const Backend* backend = lookup ? lookup(job.backend) : find_backend(job.backend);
+    const Backend* backend = runner.lookup ? runner.lookup(job.backend) : find_backend(job.backend);
     if (!backend) throw std::invalid_argument("unknown backend '" + job.backend + "'");
     RunOptions options;
     options.threads = job.threads;
+    const std::uint64_t limit = case_memory_limit(runner.max_case_memory, runner.jobs);
     CaseOutcome o;
-    if (job.golden_file.empty()) {
+    if (auto early = precheck(*backend, job.c.problem, job.device)) {
+      o = *early;  // INVALID or NOT_SUPPORTED whatever the case's size: nothing is allocated
+    } else if (const std::string refusal =
+                   memory_refusal(harness_memory(job.c.problem, !job.golden_file.empty()), limit);
+               !refusal.empty()) {
+      o.status = Status::not_judged;
+      o.message = "not run: the case " + refusal;
+    } else if (job.golden_file.empty()) {
       o = check_case(*backend, job.c, job.device, options);
     } else {
       const golden::GoldenFile file(job.golden_file);
@@ -193,6 +203,12 @@ CaseRecord run_job(const Job& job, const std::function<const Backend*(std::strin
       o = golden::judge_backend(*backend, g, job.device, options);
     }
     set_outcome(r, o);
+  } catch (const std::bad_alloc& e) {
+    // The judge keeps the backend's own exceptions (a FAIL); one that reaches here is the
+    // harness's: its buffers, the reference or a golden file's data did not fit.
+    r.status = Status::not_judged;
+    r.message = std::string("harness error: the harness's own allocation failed (") + e.what() +
+                "); the backend is not judged on this case";
   } catch (const std::exception& e) {
     r.status = Status::fail;
     r.message = std::string("error: ") + e.what();
@@ -212,8 +228,7 @@ std::vector<CaseRecord> run_jobs(const std::vector<Job>& jobs, const RunnerOptio
   if (!options.isolate) {
     const std::string init_error = initialise_worker(options);
     for (std::size_t i = 0; i < jobs.size(); ++i) {
-      report(i, init_error.empty() ? run_job(jobs[i], options.lookup)
-                                   : failed_init(jobs[i], init_error));
+      report(i, init_error.empty() ? run_job(jobs[i], options) : failed_init(jobs[i], init_error));
     }
     return records;
   }

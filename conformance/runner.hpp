@@ -3,6 +3,7 @@
 // the run goes on, and collects the records in job order.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -30,9 +31,11 @@ Job make_job(const std::string& id, std::string golden_file, std::string backend
              int threads);
 
 struct RunnerOptions {
-  int jobs = 1;  // worker processes at once
-  double timeout_seconds = 300;  // per job
-  bool isolate = true;           // false: run in this process (no CRASH/TIMEOUT detection; for gdb)
+  int jobs = 1;                       // worker processes at once
+  std::uint64_t max_case_memory = 0;  // host memory the harness may use for one job, in bytes;
+                                      // 0 = default_case_memory_limit(jobs) (case_memory.hpp)
+  double timeout_seconds = 300;       // per job
+  bool isolate = true;  // false: run in this process (no CRASH/TIMEOUT detection; for gdb)
   std::function<void(std::size_t done, std::size_t total, const CaseRecord&)> progress;
   // Finds a backend by name; default: the built-in registry (tests add their own backends).
   std::function<const Backend*(std::string_view)> lookup;
@@ -45,10 +48,12 @@ struct RunnerOptions {
 // The paste-able command reproducing one job.
 std::string repro_command(const Job& job);
 
-// Runs one job in the current process and returns its record (never throws: errors
-// become FAIL records naming the error).
-CaseRecord run_job(const Job& job,
-                   const std::function<const Backend*(std::string_view)>& lookup = {});
+// Runs one job in the current process and returns its record (never throws). INVALID and
+// NOT_SUPPORTED come first; then a case whose harness memory (case_memory.hpp) exceeds the
+// options' limit is NOT_JUDGED without allocating, and so is one whose harness allocation
+// fails (std::bad_alloc outside the backend's run); other errors become FAIL records naming
+// the error.
+CaseRecord run_job(const Job& job, const RunnerOptions& options = {});
 
 // Runs every job and returns the records in job order. Isolated workers are fork()ed: the
 // calling process must not have run an OpenMP parallel region before (libgomp's thread pool

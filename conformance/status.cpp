@@ -22,6 +22,8 @@ const char* status_name(Status s) {
       return "QUALITY_WARNING";
     case Status::expected_failure:
       return "XFAIL";
+    case Status::not_judged:
+      return "NOT_JUDGED";
   }
   return "?";
 }
@@ -53,6 +55,8 @@ const char* status_key(Status s) {
       return "quality_warning";
     case Status::expected_failure:
       return "expected_failure";
+    case Status::not_judged:
+      return "not_judged";
   }
   return "unknown";
 }

@@ -12,21 +12,29 @@
 namespace sdpa::conformance {
 
 enum class Status {
-  pass,            // within the per-element bound and the quality gate
-  fail,            // outside the bound, a guard violation, or an error after supports() said yes
-  not_supported,   // the backend declined, with its reasons
-  invalid,         // the problem breaks a rule of the contract
-  mistrusted,      // the exact output cannot discriminate (all zero on attended rows)
-  crash,           // the worker process died
-  timeout,         // no result within the per-case timeout
-  quality_warning,  // within the bound, but more than 2x the naive same-precision error
-  expected_failure   // FAIL, CRASH or TIMEOUT on a case listed as a known failure (--expect)
+  pass,              // within the per-element bound and the quality gate
+  fail,              // outside the bound, a guard violation, or an error after supports() said yes
+  not_supported,     // the backend declined, with its reasons
+  invalid,           // the problem breaks a rule of the contract
+  mistrusted,        // the exact output cannot discriminate (all zero on attended rows)
+  crash,             // the worker process died
+  timeout,           // no result within the per-case timeout
+  quality_warning,   // within the bound, but more than 2x the naive same-precision error
+  expected_failure,  // FAIL, CRASH or TIMEOUT on a case listed as a known failure (--expect)
+  not_judged         // the harness could not judge the case here: its buffers need more host
+                     // memory than the run allows, or the harness's own allocation failed
 };
 
-inline constexpr std::array<Status, 9> kAllStatuses = {
-    Status::pass,          Status::fail,       Status::not_supported,
-    Status::invalid,       Status::mistrusted, Status::crash,
-    Status::timeout,       Status::quality_warning, Status::expected_failure};
+inline constexpr std::array<Status, 10> kAllStatuses = {Status::pass,
+                                                        Status::fail,
+                                                        Status::not_supported,
+                                                        Status::invalid,
+                                                        Status::mistrusted,
+                                                        Status::crash,
+                                                        Status::timeout,
+                                                        Status::quality_warning,
+                                                        Status::expected_failure,
+                                                        Status::not_judged};
 
 // Upper-case name used in reports and verdict lines: "PASS", "FAIL", ...
 const char* status_name(Status s);
@@ -52,7 +60,7 @@ struct StatusCounts {
 };
 
 // The greppable one-line summary: "passed: N failed: N not_supported: N invalid: N
-// mistrusted: N crash: N timeout: N quality_warning: N expected_failure: N".
+// mistrusted: N crash: N timeout: N quality_warning: N expected_failure: N not_judged: N".
 std::string summary_line(const StatusCounts& counts);
 
 }  // namespace sdpa::conformance

@@ -1,6 +1,7 @@
 #include "core/guarded_buffer.hpp"
 
 #include <cstring>
+#include <new>
 #include <stdexcept>
 
 namespace sdpa {
@@ -29,19 +30,53 @@ std::vector<unsigned char> poison_pattern(std::size_t element_size) {
   return out;
 }
 
+namespace {
+
+std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t r;
+  return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+std::uint64_t saturating_mul(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+std::size_t rounded_margin(std::size_t margin_bytes) { return (margin_bytes + 63) / 64 * 64; }
+constexpr std::size_t kAlignmentSlack = 64;
+
+}  // namespace
+
+std::uint64_t GuardedBufferFootprint::held() const { return saturating_add(allocation, view_map); }
+
+GuardedBufferFootprint guarded_buffer_footprint(std::size_t element_size, const StridedView& view,
+                                                std::int64_t base_offset,
+                                                std::size_t margin_bytes) {
+  const std::uint64_t margin = rounded_margin(margin_bytes);
+  const std::int64_t extent = view_extent(view);
+  const std::uint64_t elements = extent < 0 ? UINT64_MAX : static_cast<std::uint64_t>(extent);
+  const std::uint64_t offset = base_offset < 0 ? 0 : static_cast<std::uint64_t>(base_offset);
+  GuardedBufferFootprint f;
+  f.region = saturating_add(saturating_add(margin, saturating_mul(offset, element_size)),
+                            saturating_add(saturating_mul(elements, element_size), margin));
+  f.allocation = saturating_add(f.region, kAlignmentSlack);
+  f.view_map = elements;
+  return f;
+}
+
 GuardedBuffer::GuardedBuffer(std::string name, std::size_t element_size, const StridedView& view,
                              std::int64_t base_offset, std::size_t margin_bytes)
     : name_(std::move(name)), element_size_(element_size), view_(view) {
   if (auto r = validate_view(view, name_); !r.empty()) throw std::invalid_argument(r);
   if (base_offset < 0) throw std::invalid_argument(name_ + ": negative base offset");
   poison_pattern(element_size);  // validates the size
-  margin_bytes = (margin_bytes + 63) / 64 * 64;
+  margin_bytes = rounded_margin(margin_bytes);
   extent_ = view_extent(view);
   front_ = margin_bytes + static_cast<std::size_t>(base_offset) * element_size;
-  const std::size_t total =
-      front_ + static_cast<std::size_t>(extent_) * element_size + margin_bytes;
-  size_ = total;
-  raw_.assign(total + 64, 0);
+  const GuardedBufferFootprint footprint =
+      guarded_buffer_footprint(element_size, view, base_offset, margin_bytes);
+  // Beyond what a vector can hold (a saturated size): an allocation failure like any other.
+  if (footprint.allocation >= raw_.max_size()) throw std::bad_alloc();
+  size_ = static_cast<std::size_t>(footprint.region);
+  raw_.assign(static_cast<std::size_t>(footprint.allocation), 0);
   align_pad_ = (64 - reinterpret_cast<std::uintptr_t>(raw_.data()) % 64) % 64;
   in_view_.assign(static_cast<std::size_t>(extent_), 0);
   if (view_numel(view) > 0) {

@@ -21,6 +21,22 @@
 
 namespace sdpa {
 
+// Bytes of margin before and after a view, unless a buffer asks for others.
+inline constexpr std::size_t kGuardMarginBytes = 256;
+
+// The host memory a GuardedBuffer holds, computed without allocating it (to refuse a case
+// whose buffers cannot fit before any is made). Sums saturate at UINT64_MAX.
+struct GuardedBufferFootprint {
+  std::uint64_t region = 0;      // the guarded region: margins, base offset, view (region_size())
+  std::uint64_t allocation = 0;  // the region plus the slack that aligns it to 64 bytes
+  std::uint64_t view_map = 0;    // the map of which element offsets the view covers, 1 byte each
+  std::uint64_t held() const;    // allocation + view_map: what a buffer holds before snapshot()
+};
+// For a GuardedBuffer(name, element_size, view, base_offset, margin_bytes) of a valid view.
+GuardedBufferFootprint guarded_buffer_footprint(std::size_t element_size, const StridedView& view,
+                                                std::int64_t base_offset = 0,
+                                                std::size_t margin_bytes = kGuardMarginBytes);
+
 struct GuardViolation {
   enum class Kind { none, unwritten, out_of_bounds, modified_input };
   Kind kind = Kind::none;        // what went wrong
@@ -34,7 +50,7 @@ class GuardedBuffer {
   // `element_size` in bytes (1, 2, 4 or 8); `base_offset` elements of poison between the
   // front margin and element 0; margins of `margin_bytes` (rounded up to 64) both sides.
   GuardedBuffer(std::string name, std::size_t element_size, const StridedView& view,
-                std::int64_t base_offset = 0, std::size_t margin_bytes = 256);
+                std::int64_t base_offset = 0, std::size_t margin_bytes = kGuardMarginBytes);
 
   GuardedBuffer(GuardedBuffer&&) = default;
   GuardedBuffer& operator=(GuardedBuffer&&) = default;

@@ -79,7 +79,9 @@ figcaption b { color: var(--ink); }
 .status { font-weight: 600; white-space: nowrap; }
 .status.FAIL, .status.CRASH, .status.TIMEOUT { color: var(--fail); }
 .status.PASS { color: var(--pass); }
-.status.QUALITY_WARNING, .status.MISTRUSTED, .status.INVALID { color: var(--other); }
+.status.QUALITY_WARNING, .status.MISTRUSTED, .status.INVALID, .status.NOT_JUDGED {
+  color: var(--other);
+}
 .status.NOT_SUPPORTED { color: var(--muted); }
 .status.XFAIL { color: var(--xfail); }
 .case { word-break: break-all; min-width: 240px; }
@@ -127,7 +129,7 @@ std::string matrix_cell(const FeatureCell& c) {
   std::string text = std::to_string(c.pass) + " / " + std::to_string(c.fail) + " / " +
                      std::to_string(c.not_supported);
   if (c.other > 0) {
-    title += ", " + std::to_string(c.other) + " invalid or mistrusted";
+    title += ", " + std::to_string(c.other) + " invalid, mistrusted or not judged";
     text += " / " + std::to_string(c.other);
   }
   if (c.expected_failure > 0) {
@@ -272,11 +274,12 @@ std::string render_html(const RunSummary& run) {
   o += "<h2>Backend &#215; feature matrix</h2>\n";
   auto matrix = reports::feature_matrix(run);
   if (!matrix.empty()) {
-    o += "<p class=\"legend\">Each cell: pass / fail / not supported (/ invalid or mistrusted)"
+    o += "<p class=\"legend\">Each cell: pass / fail / not supported (/ invalid, mistrusted or not "
+         "judged)"
          "<span class=\"sw pass\"></span>pass (incl. QUALITY_WARNING)"
          "<span class=\"sw fail\"></span>fail (FAIL, CRASH, TIMEOUT)"
          "<span class=\"sw ns\"></span>not supported"
-         "<span class=\"sw other\"></span>invalid or mistrusted"
+         "<span class=\"sw other\"></span>invalid, mistrusted or not judged"
          "<span class=\"sw xfail\"></span>XFAIL: a known failure (--expect), shown as "
          "(N XFAIL)</p>\n";
     o += "<div class=\"scroll\"><table class=\"matrix\"><tr><th>feature</th>";
@@ -361,8 +364,8 @@ std::string render_html(const RunSummary& run) {
     records_table(o, failures);
   }
   if (!findings.empty()) {
-    o += "<h2>Warnings, invalid and mistrusted cases (" + std::to_string(findings.size()) +
-         ")</h2>\n";
+    o += "<h2>Warnings, invalid, mistrusted and not judged cases (" +
+         std::to_string(findings.size()) + ")</h2>\n";
     records_table(o, findings);
   }
 

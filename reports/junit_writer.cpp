@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "reports/markdown_text.hpp"
+#include "reports/reports.hpp"
 #include "reports/tallies.hpp"
 #include "reports/text.hpp"
-#include "reports/reports.hpp"
 
 namespace sdpa::reports {
 
@@ -88,7 +88,7 @@ std::string render_junit_xml(const RunSummary& run) {
       if (std::isfinite(r->seconds) && r->seconds > 0) seconds += r->seconds;
     }
     std::int64_t skipped = c[Status::not_supported] + c[Status::invalid] + c[Status::mistrusted] +
-                           c[Status::expected_failure];
+                           c[Status::expected_failure] + c[Status::not_judged];
     x += "  <testsuite" + attr("name", backend) + attr("tests", std::to_string(c.total)) +
          attr("failures", std::to_string(c.failures())) + attr("errors", "0") +
          attr("skipped", std::to_string(skipped)) + attr("time", reports::format_seconds(seconds));
@@ -125,6 +125,7 @@ std::string render_junit_xml(const RunSummary& run) {
         case Status::not_supported:
         case Status::invalid:
         case Status::mistrusted:
+        case Status::not_judged:  // the harness could not judge it here: no verdict on the backend
         case Status::expected_failure:  // a known failure (--expect) is not a regression: the
                                         // message holds "expected failure (ORIGINAL, reason)"
           x += ">\n      <skipped" + attr("message", std::string(status) + ": " + r->message) +

@@ -91,7 +91,7 @@ std::string render_markdown(const RunSummary& run, const MarkdownLimits& limits)
   std::vector<const CaseRecord*> warnings;
   for (const auto& r : run.records) {
     bool warn = r.status == Status::quality_warning || r.status == Status::mistrusted ||
-                r.status == Status::invalid;
+                r.status == Status::invalid || r.status == Status::not_judged;
     if (warn) warnings.push_back(&r);
   }
   if (!warnings.empty()) {
@@ -152,10 +152,10 @@ std::string render_markdown(const RunSummary& run, const MarkdownLimits& limits)
     for (const auto& r : run.records) {
       if (!is_failure(r.status)) continue;
       if (shown == limits.max_failures) break;
-      std::string item =
-          std::string("**") + status_name(r.status) + "** " + md_code(r.backend) + " " +
-          md_code(r.case_id) + "\n\n" +
-          reports::md_code_block(reports::truncate_utf8(r.message, limits.max_message_bytes), "text");
+      std::string item = std::string("**") + status_name(r.status) + "** " + md_code(r.backend) +
+                         " " + md_code(r.case_id) + "\n\n" +
+                         reports::md_code_block(
+                             reports::truncate_utf8(r.message, limits.max_message_bytes), "text");
       if (!r.repro.empty()) item += reports::md_code_block(r.repro, "sh");
       item += "\n";
       if (md.size() + item.size() > budget) break;

@@ -20,8 +20,6 @@ using namespace sdpa::conformance;
 // Counts per backend, backends sorted by name.
 std::map<std::string, StatusCounts> counts_by_backend(const RunSummary& run);
 
-
-
 // Log-scale bins of worst_ratio: "0" (exact), "<1e-4", "1e-4..1e-3", "1e-3..1e-2",
 // "1e-2..0.1", "0.1..1" (1 included: a ratio of 1 passes) and ">1" (the bound is broken; NaN and
 // infinity land here too).
@@ -37,13 +35,13 @@ std::map<std::string, std::array<std::int64_t, kRatioBins>> ratio_histograms(con
 std::vector<const CaseRecord*> worst_cases(const RunSummary& run, std::size_t n);
 
 // One matrix cell: PASS and QUALITY_WARNING count as pass; FAIL, CRASH and TIMEOUT as fail;
-// XFAIL (a known failure, --expect) as expected_failure, never as pass; INVALID and
-// MISTRUSTED as other.
+// XFAIL (a known failure, --expect) as expected_failure, never as pass; INVALID, MISTRUSTED
+// and NOT_JUDGED as other.
 struct FeatureCell {
   std::int64_t pass = 0;              // PASS and QUALITY_WARNING
   std::int64_t fail = 0;              // FAIL, CRASH and TIMEOUT
   std::int64_t not_supported = 0;     // NOT_SUPPORTED
-  std::int64_t other = 0;             // INVALID and MISTRUSTED
+  std::int64_t other = 0;             // INVALID, MISTRUSTED and NOT_JUDGED
   std::int64_t expected_failure = 0;  // XFAIL
   std::int64_t total() const { return pass + fail + not_supported + other + expected_failure; }
 };

@@ -102,5 +102,45 @@ TEST(Runner, ReproQuotesTheCaseForTheShell) {
             "--simd scalar --device 'cpu-avx2:cores=3'");
 }
 
+// A case too large for the run's memory limit is NOT_JUDGED, through the workers too (the
+// record crosses the pipe as JSON), and says what it needs; INVALID and NOT_SUPPORTED keep
+// their verdicts whatever the size, and a case within the limit runs as before.
+TEST(Runner, ACaseOverTheMemoryLimitIsNotJudged) {
+  const std::vector<Job> jobs = {
+      job("good"), job("declines"),
+      make_job("b1.hq3.hkv2.l9.s17.dqk8.f32", "", "good", detect_cpu(), 0)};
+  RunnerOptions o = options(1);
+  o.max_case_memory = 1024;
+  const auto r = run_jobs(jobs, o);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0].status, Status::not_judged) << r[0].message;
+  EXPECT_EQ(r[0].message.rfind("not run: the case needs ", 0), 0u) << r[0].message;
+  EXPECT_NE(r[0].message.find("this run lets one case use 1 KiB (1024 bytes, --max-case-memory)"),
+            std::string::npos)
+      << r[0].message;
+  EXPECT_EQ(r[1].status, Status::not_supported) << r[1].message;
+  EXPECT_EQ(r[2].status, Status::invalid) << r[2].message;
+  o.max_case_memory = 1ull << 30;
+  EXPECT_EQ(run_job(jobs[0], o).status, Status::pass);
+}
+
+// The harness's own allocation failing is NOT_JUDGED, not the backend's FAIL: a case whose Q
+// alone is 1 EiB (2^58 f32 elements), beyond any 64-bit process's address space (57-bit
+// virtual addresses reach 128 PiB), run with no memory limit.
+TEST(Runner, AHarnessAllocationFailureIsNotTheBackendsFail) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "a sanitizer's allocator aborts the process instead of throwing std::bad_alloc";
+#endif
+  const Job huge = make_job("b1.hq1.l36028797018963968.s1.dqk8.f32.seed1.gen=normal", "", "good",
+                            detect_cpu(), 0);
+  RunnerOptions o = options(1);
+  o.max_case_memory = UINT64_MAX;
+  const CaseRecord r = run_job(huge, o);
+  EXPECT_EQ(r.status, Status::not_judged) << r.message;
+  EXPECT_EQ(
+      r.message.rfind("harness error: the harness's own allocation failed (std::bad_alloc)", 0), 0u)
+      << r.message;
+}
+
 }  // namespace
 }  // namespace sdpa

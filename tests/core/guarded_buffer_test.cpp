@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <new>
 #include <stdexcept>
 #include <utility>
 
@@ -298,6 +299,50 @@ TEST(GuardedBuffer, MoveKeepsDataValid) {
   c.snapshot();
   static_cast<unsigned char*>(c.data())[0] ^= 0x80;
   EXPECT_EQ(c.check_unchanged().kind, Kind::modified_input);
+}
+
+// The footprint computed without allocating is what a buffer holds: its region, 64 bytes of
+// alignment slack, and one map byte per element offset of the extent.
+TEST(GuardedBufferFootprint, MatchesTheBufferItDescribes) {
+  struct Shape {
+    std::size_t element_size;
+    StridedView view;
+    std::int64_t base_offset;
+    std::size_t margin;
+  };
+  for (const Shape& s : {Shape{4, gapped_view(), 0, kGuardMarginBytes},
+                         Shape{2, gapped_view(), 3, 100},  // margin rounded up to 128
+                         Shape{8, make({2, 1, 5, 3}, {15, 15, 3, 1}), 7, 0},
+                         Shape{1, make({1, 1, 0, 8}, {8, 8, 8, 1}), 0, 64}}) {  // empty view
+    const GuardedBuffer b("t", s.element_size, s.view, s.base_offset, s.margin);
+    const GuardedBufferFootprint f =
+        guarded_buffer_footprint(s.element_size, s.view, s.base_offset, s.margin);
+    // The layout: a margin (rounded up to 64 bytes), the base offset, the extent, a margin.
+    const std::uint64_t margin = (s.margin + 63) / 64 * 64;
+    const auto front =
+        static_cast<std::uint64_t>(static_cast<const unsigned char*>(b.data()) - b.region());
+    EXPECT_EQ(front, margin + s.base_offset * s.element_size);
+    EXPECT_EQ(f.region, front + view_extent(s.view) * s.element_size + margin);
+    EXPECT_EQ(f.region, b.region_size());
+    EXPECT_EQ(f.allocation, b.region_size() + 64);
+    EXPECT_EQ(f.view_map, static_cast<std::uint64_t>(view_extent(s.view)));
+    EXPECT_EQ(f.held(), f.allocation + f.view_map);
+  }
+}
+
+// Sizes beyond 64 bits saturate instead of wrapping: a view of 2^61 f64 elements (more than
+// validate_view() lets a buffer have), and a base offset of 2^62 elements, for which the
+// buffer fails as an allocation (std::bad_alloc) before touching memory.
+TEST(GuardedBufferFootprint, SaturatesAndTheBufferIsABadAlloc) {
+  const StridedView huge = make({1, 1, std::int64_t{1} << 55, 64}, {0, 0, 64, 1});
+  const GuardedBufferFootprint f = guarded_buffer_footprint(8, huge);
+  EXPECT_EQ(f.region, UINT64_MAX);
+  EXPECT_EQ(f.allocation, UINT64_MAX);
+  EXPECT_EQ(f.view_map, std::uint64_t{1} << 61);
+  EXPECT_EQ(f.held(), UINT64_MAX);
+  const std::int64_t far = std::int64_t{1} << 62;
+  EXPECT_EQ(guarded_buffer_footprint(8, gapped_view(), far).region, UINT64_MAX);
+  EXPECT_THROW(GuardedBuffer("q", 8, gapped_view(), far), std::bad_alloc);
 }
 
 }  // namespace

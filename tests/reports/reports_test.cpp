@@ -162,7 +162,7 @@ TEST(ReportsSummaryJson, CountsMatchTheRecords) {
   EXPECT_EQ(j.at("counts").at("FAIL"), 2);
   EXPECT_EQ(j.at("summary_line"),
             "passed: 4 failed: 2 not_supported: 1 invalid: 1 mistrusted: 1 crash: 1 timeout: 1 "
-            "quality_warning: 1 expected_failure: 1");
+            "quality_warning: 1 expected_failure: 1 not_judged: 0");
   EXPECT_EQ(j.at("counts").at("XFAIL"), 1);
   EXPECT_EQ(j.at("backends").at("cpu.flash").at("XFAIL"), 1);
 
@@ -521,7 +521,8 @@ TEST(ReportsMarkdown, Helpers) {
   EXPECT_EQ(reports::md_code(""), "` `");
   EXPECT_EQ(reports::clean_text("a\r\nb\rc\x01\td\xFF"), "a\nb\nc\xEF\xBF\xBD\td\xEF\xBF\xBD");
   EXPECT_EQ(reports::md_code_block("x ```` y", "sh"), "`````sh\nx ```` y\n`````\n");
-  EXPECT_EQ(reports::md_text("<b>*x*</b> & [l](u)|\n"), "\\<b\\>\\*x\\*\\</b\\> \\& \\[l\\](u)\\| ");
+  EXPECT_EQ(reports::md_text("<b>*x*</b> & [l](u)|\n"),
+            "\\<b\\>\\*x\\*\\</b\\> \\& \\[l\\](u)\\| ");
 }
 
 // ---- report.html -------------------------------------------------------------------------------
@@ -656,7 +657,7 @@ TEST(ReportsHtml, KnownFailuresAndUnexpectedlyPassing) {
   EXPECT_NE(text.find(run.records[11].expected), std::string::npos);
   EXPECT_NE(text.find(run.records[12].expected), std::string::npos);
   EXPECT_NE(text.find("Failures (4)"), std::string::npos) << "an XFAIL is not a failure";
-  EXPECT_NE(text.find("Warnings, invalid and mistrusted cases (3)"), std::string::npos);
+  EXPECT_NE(text.find("Warnings, invalid, mistrusted and not judged cases (3)"), std::string::npos);
   // XFAIL has a colour of its own: in the status table, the legend and the matrix.
   EXPECT_NE(html.find(".status.XFAIL {"), std::string::npos);
   EXPECT_NE(html.find("<span class=\"status XFAIL\">XFAIL</span>"), std::string::npos);
@@ -694,6 +695,43 @@ TEST(ReportsHtml, EmptyAndManyRecords) {
 
 // ---- helpers -----------------------------------------------------------------------------------
 
+// NOT_JUDGED (the harness could not judge a case here) is in every report, and never a failure:
+// the run is ok, JUnit skips it with its reason, the summaries list it with the warnings.
+TEST(ReportsNotJudged, ListedEverywhereAndNeverAFailure) {
+  RunSummary run;
+  run.tier = "custom";
+  CaseRecord pass;
+  pass.backend = "cpu.math";
+  pass.case_id = "b1.hq1.hkv1.l4.s4.dqk8.dv8.f32.seed0.gen=normal";
+  pass.status = Status::pass;
+  CaseRecord big = pass;
+  big.case_id = "b1.hq1.hkv1.l99999999999.s1.dqk8.dv8.f32.seed0.gen=normal";
+  big.status = Status::not_judged;
+  big.message = "not run: the case needs 59.8 TiB of host memory";
+  run.records = {pass, big};
+
+  const json j = json::parse(render_summary_json(run));
+  EXPECT_EQ(j.at("counts").at("NOT_JUDGED"), 1);
+  EXPECT_EQ(j.at("backends").at("cpu.math").at("NOT_JUDGED"), 1);
+  EXPECT_EQ(j.at("ok"), true);
+  EXPECT_NE(j.at("summary_line").get<std::string>().find(" not_judged: 1"), std::string::npos);
+
+  const XmlNode root = XmlReader::parse(render_junit_xml(run));
+  EXPECT_EQ(root.attr("failures"), "0");
+  ASSERT_EQ(root.find_all("skipped").size(), 1u);
+  EXPECT_EQ(root.find_all("skipped")[0]->attr("message"), "NOT_JUDGED: " + big.message);
+  EXPECT_EQ(root.find_all("testsuite")[0]->attr("skipped"), "1");
+
+  const std::string md = render_markdown(run);
+  EXPECT_NE(md.find("| backend | PASS | FAIL | NOT_JUDGED | total |"), std::string::npos) << md;
+  EXPECT_NE(md.find("### Warnings (1)"), std::string::npos) << md;
+  EXPECT_NE(md.find("**NOT_JUDGED** `cpu.math`"), std::string::npos) << md;
+
+  const std::string text = all_text(XmlReader::parse(render_html(run)));
+  EXPECT_NE(text.find("Warnings, invalid, mistrusted and not judged cases (1)"), std::string::npos);
+  EXPECT_NE(text.find(big.message), std::string::npos);
+}
+
 TEST(ReportsUtil, RatioBins) {
   EXPECT_EQ(reports::ratio_bin(0), 0u);
   EXPECT_EQ(reports::ratio_bin(-1), 0u);
@@ -719,7 +757,7 @@ TEST(ReportsUtil, Escaping) {
   EXPECT_EQ(reports::markup_escape("\xC2\x85 \xEF\xBF\xBF \xC3\xA9"),
             "\xEF\xBF\xBD \xEF\xBF\xBD \xC3\xA9");  // C1, U+FFFF, é kept
   EXPECT_EQ(reports::valid_utf8("\xED\xA0\x80"),
-            "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");                      // surrogate
+            "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");                       // surrogate
   EXPECT_EQ(reports::valid_utf8("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong '/'
   EXPECT_EQ(reports::valid_utf8("\xF0\x9F\x9A\x80"), "\xF0\x9F\x9A\x80");
   EXPECT_EQ(reports::truncate_utf8("ab\xE4\xB8\xAD", 3), "ab...");

@@ -10,9 +10,10 @@ namespace sdpa::testing {
 
 using namespace sdpa::conformance;
 
-// Every status at least once, with messages full of characters that need escaping (< > & quotes,
-// newlines, CR, tabs, control characters, backticks, CDATA and comment terminators, non-ASCII),
-// odd backend names and feature tags, and non-finite numbers. Known worst_ratio order:
+// Every status but NOT_JUDGED (ReportsNotJudged has its own run) at least once, with messages
+// full of characters that need escaping (< > & quotes, newlines, CR, tabs, control characters,
+// backticks, CDATA and comment terminators, non-ASCII), odd backend names and feature tags, and
+// non-finite numbers. Known worst_ratio order:
 // NaN (cpu.flash FAIL), 35 (cpu.flash FAIL), 1 (vendor PASS), 0.8 (QUALITY_WARNING), ...
 // The last two records come from an expectations file (--expect): an XFAIL on cpu.flash and an
 // unexpectedly passing PASS on cpu.math.
