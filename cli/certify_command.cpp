@@ -58,6 +58,13 @@ ojson device_json(const Device& d) {
   return j;
 }
 
+// `s` quoted for a POSIX shell.
+std::string shell_word(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
 // The command line that reproduces this certification.
 std::string command_line(const Options& o, std::uint64_t seed) {
   std::string c = "sdpa-cts certify --backend " + o.backend + " --profile " + o.profile +
@@ -171,8 +178,11 @@ int certify(Options opt) {
   if (verdict.reasons.size() > shown) {
     std::cout << "  ... and " << verdict.reasons.size() - shown << " more (manifest.json)\n";
   }
-  std::cout << "bundle: " << opt.out << " (check it with: sdpa-cts verify-bundle " << opt.out
-            << ")\n";
+  // verify-bundle needs the plugin file of a plugin backend to compare its digest and to
+  // re-run cases (--rerun N), so the hint names it.
+  std::string check = "sdpa-cts verify-bundle " + shell_word(opt.out);
+  if (from) check += " --plugin " + shell_word(from->path);
+  std::cout << "bundle: " << opt.out << " (check it with: " << check << ")\n";
   return verdict.reasons.empty() && (verdict.met || partial) ? 0 : 1;
 }
 

@@ -10,6 +10,11 @@
  * dimension disappears and row i of batch element b is stored row cu_seqlens[b] + i (the
  * batch stride is then unused). Integers are int64_t, flags int32_t (0 = false).
  *
+ * Part of the plugin ABI (sdpa_cts/plugin.h, docs/PLUGINS.md): a plugin built against one
+ * version of this struct reads it from any host of the same ABI major. So fields are only
+ * appended (then SDPA_CTS_PLUGIN_ABI_MINOR grows); removing, moving or retyping one, or
+ * changing its meaning, is a new SDPA_CTS_PLUGIN_ABI_MAJOR.
+ *
  * Plain C, no padding surprises: the fields are ordered by size class within each group and
  * the host checks `struct_size`. Fields marked "(reserved)" are slots for what is coming
  * (the backward pass, paged KV caches, fp8 scales, attention sinks): they are zero / NULL
@@ -94,7 +99,8 @@ typedef struct sdpa_cts_params {
 
   /* The mask tensor (NULL without one). */
   const void* mask;          /* element 0 of the [B, Hq, L, S] mask view */
-  int64_t mask_stride[4];    /* its strides, 0 along broadcast dimensions */
+  int64_t mask_stride[4];    /* its strides: 0 along broadcast dimensions, contiguous over the
+                                others in [B, Hq, L, S] order, a size-0 dimension counted as 1 */
   uint32_t mask_broadcast;   /* SDPA_CTS_BROADCAST_* bits of the broadcast dimensions */
   int32_t scale_is_default;  /* 1 when scale is the default 1 / sqrt(Dqk) */
 
@@ -113,7 +119,8 @@ typedef struct sdpa_cts_params {
   int32_t reserved_flags;     /* (reserved) 0 */
 
   /* Extra forward outputs (NULL unless asked for). */
-  float* lse;    /* LSE [B, Hq, L] f32, contiguous; -inf for rows i >= L_b and empty rows */
+  float* lse;    /* LSE [B, Hq, L] f32, contiguous (never packed); every entry written, -inf
+                    for rows without an attended key and padding rows i >= L_b */
   void* weights; /* attention weights [B, Hq, L, S] in dtype, contiguous, after dropout */
 
   /* (reserved) The backward pass: dO in, dQ, dK, dV out, each with (b, h, row, d) strides. */

@@ -35,7 +35,7 @@ static int32_t faulty_precision(void* state, int32_t dtype, sdpa_cts_precision* 
   return 0;
 }
 
-static void faulty_supports(void* state, const sdpa_cts_problem* p, const sdpa_cts_device* d,
+static void faulty_supports(void* state, const sdpa_cts_params* p, const sdpa_cts_device* d,
                             sdpa_cts_decline_fn decline, void* context) {
   (void)state;
   (void)p;
@@ -44,9 +44,8 @@ static void faulty_supports(void* state, const sdpa_cts_problem* p, const sdpa_c
   (void)context;
 }
 
-static int32_t faulty_run(void* state, const sdpa_cts_problem* p, const sdpa_cts_buffers* b,
-                          const sdpa_cts_device* d, int32_t threads, char* error,
-                          size_t error_size) {
+static int32_t faulty_run(void* state, const sdpa_cts_params* p, const sdpa_cts_device* d,
+                          int32_t threads, char* error, size_t error_size) {
   (void)d;
   (void)threads;
   const enum fault f = *(const enum fault*)state;
@@ -72,26 +71,26 @@ static int32_t faulty_run(void* state, const sdpa_cts_problem* p, const sdpa_cts
     default:
       break;
   }
-  if (naive_attention_with_bugs(p, b, &bugs) != 0) {
+  if (naive_attention_with_bugs(p, &bugs) != 0) {
     snprintf(error, error_size, "out of memory");
     return 1;
   }
   if (f == FAULT_OUT_OF_BOUNDS_WRITE) {
     /* One element just past the last element of O (dense layouts). */
-    const sdpa_cts_layout* o = &p->o;
-    const int64_t last = (p->batch - 1) * o->stride[0] + (p->heads_q - 1) * o->stride[1] +
-                         (p->len_q - 1) * o->stride[2] + (p->head_dim_v - 1) * o->stride[3];
+    const int64_t* o = p->o_stride;
+    const int64_t last = (p->batch - 1) * o[0] + (p->heads_q - 1) * o[1] + (p->len_q - 1) * o[2] +
+                         (p->head_dim_v - 1) * o[3];
     if (p->dtype == SDPA_CTS_DTYPE_F64) {
-      ((double*)b->o)[last + 1] = 0.0;
+      ((double*)p->o)[last + 1] = 0.0;
     } else {
-      ((float*)b->o)[last + 1] = 0.0f;
+      ((float*)p->o)[last + 1] = 0.0f;
     }
   }
   if (f == FAULT_WRITES_INPUT) {
     if (p->dtype == SDPA_CTS_DTYPE_F64) {
-      ((double*)(void*)(uintptr_t)b->q)[0] += 1.0;
+      ((double*)(void*)(uintptr_t)p->q)[0] += 1.0;
     } else {
-      ((float*)(void*)(uintptr_t)b->q)[0] += 1.0f;
+      ((float*)(void*)(uintptr_t)p->q)[0] += 1.0f;
     }
   }
   return 0;
@@ -121,7 +120,7 @@ static const sdpa_cts_backend kBackends[FAULT_COUNT] = {
 };
 
 static const sdpa_cts_plugin kPlugin = {
-    SDPA_CTS_PLUGIN_ABI_FIELDS, "sdpa-cts-faulty", "1.0.0", FAULT_COUNT, kBackends,
+    SDPA_CTS_PLUGIN_ABI_FIELDS, "sdpa-cts-faulty", "2.0.0", FAULT_COUNT, kBackends,
 };
 
 SDPA_CTS_PLUGIN_EXPORT const sdpa_cts_plugin* sdpa_cts_plugin_entry(uint32_t host_abi_major,

@@ -4,34 +4,19 @@
 #include <stdexcept>
 #include <vector>
 
+#include "kernels/lowered_problem.hpp"
+
 namespace sdpa::plugins {
 namespace {
 
-// The C enums mirror the project's: checked here, where the conversions rely on it.
+// The C ISA enum mirrors the project's: checked here, where c_device() relies on it (the
+// problem's enums are checked where they are lowered, kernels/lowered_problem.cpp).
 static_assert(static_cast<int>(IsaTarget::scalar) == SDPA_CTS_ISA_SCALAR &&
               static_cast<int>(IsaTarget::avx2) == SDPA_CTS_ISA_AVX2 &&
               static_cast<int>(IsaTarget::avx512) == SDPA_CTS_ISA_AVX512 &&
               static_cast<int>(IsaTarget::avx512bf16) == SDPA_CTS_ISA_AVX512BF16);
-static_assert(int(kBroadcastB) == int(SDPA_CTS_BROADCAST_B) &&
-              int(kBroadcastH) == int(SDPA_CTS_BROADCAST_H) &&
-              int(kBroadcastL) == int(SDPA_CTS_BROADCAST_L) &&
-              int(kBroadcastS) == int(SDPA_CTS_BROADCAST_S));
 
 constexpr DType kDtypes[] = {DType::f64, DType::f32, DType::f16, DType::bf16};
-
-int32_t dtype_code(DType t) {
-  switch (t) {
-    case DType::f64:
-      return SDPA_CTS_DTYPE_F64;
-    case DType::f32:
-      return SDPA_CTS_DTYPE_F32;
-    case DType::f16:
-      return SDPA_CTS_DTYPE_F16;
-    case DType::bf16:
-      return SDPA_CTS_DTYPE_BF16;
-  }
-  return -1;
-}
 
 DType dtype_from(int32_t code, const std::string& backend) {
   for (DType t : kDtypes) {
@@ -39,52 +24,6 @@ DType dtype_from(int32_t code, const std::string& backend) {
   }
   throw std::runtime_error(backend + ": precision() returned an unknown element type " +
                            std::to_string(code));
-}
-
-sdpa_cts_layout layout(const TensorLayout& t) {
-  return {{t.stride[0], t.stride[1], t.stride[2], t.stride[3]}, t.base_offset};
-}
-
-// The C problem of `p`; its pointers refer to p's vectors.
-sdpa_cts_problem c_problem(const Problem& p) {
-  sdpa_cts_problem c{};
-  c.struct_size = sizeof c;
-  c.batch = p.batch;
-  c.heads_q = p.heads_q;
-  c.heads_kv = p.heads_kv;
-  c.len_q = p.len_q;
-  c.len_kv = p.len_kv;
-  c.head_dim_qk = p.head_dim_qk;
-  c.head_dim_v = p.head_dim_v;
-  c.dtype = dtype_code(p.dtype);
-  c.q = layout(p.q);
-  c.k = layout(p.k);
-  c.v = layout(p.v);
-  c.o = layout(p.o);
-  c.causal = p.causal == Causal::top_left       ? SDPA_CTS_CAUSAL_TOP_LEFT
-             : p.causal == Causal::bottom_right ? SDPA_CTS_CAUSAL_BOTTOM_RIGHT
-                                                : SDPA_CTS_CAUSAL_NONE;
-  c.window = p.window.enabled;
-  c.window_left = p.window.left;
-  c.window_right = p.window.right;
-  c.window_align =
-      p.window.align == Align::bottom_right ? SDPA_CTS_ALIGN_BOTTOM_RIGHT : SDPA_CTS_ALIGN_TOP_LEFT;
-  c.mask = p.mask == MaskKind::boolean    ? SDPA_CTS_MASK_BOOL
-           : p.mask == MaskKind::additive ? SDPA_CTS_MASK_ADDITIVE
-                                          : SDPA_CTS_MASK_NONE;
-  c.mask_broadcast = p.mask_broadcast;  // the same bit values (core/problem.hpp)
-  c.seqlens_q = p.seqlens_q.empty() ? nullptr : p.seqlens_q.data();
-  c.seqlens_kv = p.seqlens_kv.empty() ? nullptr : p.seqlens_kv.data();
-  c.packed = p.packed;
-  c.softcap = p.softcap;
-  c.scale = effective_scale(p);
-  c.scale_is_default = !p.scale.has_value();
-  c.dropout_p = p.dropout_p;
-  c.dropout_seed = p.dropout_seed;
-  c.dropout_offset = p.dropout_offset;
-  c.want_lse = p.want_lse;
-  c.want_weights = p.want_weights;
-  return c;
 }
 
 sdpa_cts_device c_device(const Device& d) {
@@ -135,44 +74,58 @@ class PluginBackend final : public Backend {
   Support supports(const Problem& p, const Device& device) const override {
     Support s;
     check_capabilities(caps_, p, device, s);
-    const sdpa_cts_problem cp = c_problem(p);
+    if (caps_.memory == MemorySpace::cuda_device && device.kind == DeviceKind::cuda &&
+        device.cuda.emulated) {
+      // ABI 2 passes only pointers into the space the capabilities declare; an emulated GPU
+      // would get host memory standing in for the device (conformance/memory_space.hpp).
+      s.decline("its run() takes CUDA device memory, and " + device.name +
+                " is emulated on the host: a plugin needs a real GPU");
+    }
+    const LoweredProblem lowered(p);  // every tensor pointer NULL
     const sdpa_cts_device cd = c_device(device);
-    b_.supports(b_.state, &cp, &cd, &PluginBackend::decline, &s);
+    DeclineContext context{&s, s.reasons.size()};
+    b_.supports(b_.state, &lowered.params(), &cd, &PluginBackend::decline, &context);
     return s;
   }
 
   void run(const Problem& p, const Buffers& buf, const Device& device,
            const RunOptions& options) const override {
-    const sdpa_cts_problem cp = c_problem(p);
+    if (buf.memory != caps_.memory) {
+      throw std::runtime_error(name_ + ": the buffers are in " + memory_space_name(buf.memory) +
+                               " memory, the plugin declares " + memory_space_name(caps_.memory));
+    }
+    const LoweredProblem lowered(p, buf);
     const sdpa_cts_device cd = c_device(device);
-    sdpa_cts_buffers cb{};
-    cb.struct_size = sizeof cb;
-    cb.q = buf.q;
-    cb.k = buf.k;
-    cb.v = buf.v;
-    cb.mask = buf.mask;
-    cb.o = buf.o;
-    cb.lse = buf.lse;
-    cb.weights = buf.weights;
-    cb.memory =
-        buf.memory == MemorySpace::cuda_device ? SDPA_CTS_MEMORY_CUDA_DEVICE : SDPA_CTS_MEMORY_HOST;
     std::vector<char> error(1024, '\0');
-    if (b_.run(b_.state, &cp, &cb, &cd, options.threads, error.data(), error.size()) != 0) {
+    if (b_.run(b_.state, &lowered.params(), &cd, options.threads, error.data(), error.size()) !=
+        0) {
       error.back() = '\0';
       throw std::runtime_error(name_ + ": " + (error[0] ? error.data() : "run() failed"));
     }
   }
 
  private:
-  // A reason as the reports can hold it: never empty, at most kMaxReason characters.
+  // Where supports() declines into: the host's reasons are the first host_reasons ones.
+  struct DeclineContext {
+    Support* support;
+    std::size_t host_reasons;
+  };
+
+  // A reason as the reports can hold it: never empty, at most kMaxReason characters, and
+  // not a repeat of a reason the host's capability check already gave (a plugin that
+  // declines in supports() what its capabilities exclude would otherwise print it twice).
   static void decline(void* context, const char* reason) {
+    auto& c = *static_cast<DeclineContext*>(context);
     std::string r = reason ? reason : "(declined without a reason)";
     if (r.empty()) r = "(declined with an empty reason)";
     if (r.size() > kMaxReason) {
       r.resize(kMaxReason);
       r += "... (truncated by sdpa-cts)";
     }
-    static_cast<Support*>(context)->decline(std::move(r));
+    for (std::size_t i = 0; i < c.host_reasons; ++i) {
+      if (c.support->reasons[i] == r) return;
+    }
+    c.support->decline(std::move(r));
   }
   static constexpr std::size_t kMaxReason = 4096;
 

@@ -22,33 +22,59 @@ namespace {
   throw std::invalid_argument("plugin '" + path + "': " + what);
 }
 
+const std::string kHostAbi =
+    std::to_string(SDPA_CTS_PLUGIN_ABI_MAJOR) + "." + std::to_string(SDPA_CTS_PLUGIN_ABI_MINOR);
+
+// "MAJOR.MINOR" of what a plugin's entry returned.
+std::string abi_of(const sdpa_cts_plugin& pl) {
+  return std::to_string(pl.abi_major) + "." + std::to_string(pl.abi_minor);
+}
+
 // dlopen + the entry symbol + the ABI checks; the returned description lives as long as the
 // process (plugins are never unloaded).
 const sdpa_cts_plugin& open_plugin(const std::string& path) {
-  if (access(path.c_str(), R_OK) != 0) fail(path, std::string("cannot read the file: ") + std::strerror(errno));
+  if (access(path.c_str(), R_OK) != 0)
+    fail(path, std::string("cannot read the file: ") + std::strerror(errno));
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) fail(path, std::string("cannot load it: ") + dlerror());
-  auto entry = reinterpret_cast<sdpa_cts_plugin_entry_fn>(
-      dlsym(handle, SDPA_CTS_PLUGIN_ENTRY_SYMBOL));
+  auto entry =
+      reinterpret_cast<sdpa_cts_plugin_entry_fn>(dlsym(handle, SDPA_CTS_PLUGIN_ENTRY_SYMBOL));
   if (!entry) fail(path, "no symbol " SDPA_CTS_PLUGIN_ENTRY_SYMBOL " (is it an sdpa-cts plugin?)");
   const sdpa_cts_plugin* pl = entry(SDPA_CTS_PLUGIN_ABI_MAJOR, SDPA_CTS_PLUGIN_ABI_MINOR);
-  if (!pl) fail(path, SDPA_CTS_PLUGIN_ENTRY_SYMBOL " returned NULL for this host (ABI " +
-                          std::to_string(SDPA_CTS_PLUGIN_ABI_MAJOR) + "." +
-                          std::to_string(SDPA_CTS_PLUGIN_ABI_MINOR) + ")");
-  if (pl->abi_major != SDPA_CTS_PLUGIN_ABI_MAJOR) {
-    fail(path, "plugin ABI " + std::to_string(pl->abi_major) + "." + std::to_string(pl->abi_minor) +
-                   " is not compatible with this host's ABI " +
-                   std::to_string(SDPA_CTS_PLUGIN_ABI_MAJOR) + "." +
-                   std::to_string(SDPA_CTS_PLUGIN_ABI_MINOR) + " (the major versions differ)");
+  if (!pl) {
+    // A plugin built for another major returns NULL to this host when it follows the
+    // template. Asked as a host of an older major would ask, it says which one it was built
+    // for (abi_major and abi_minor come first in every ABI version): only to name it.
+    for (uint32_t major = SDPA_CTS_PLUGIN_ABI_MAJOR - 1; major >= 1 && !pl; --major) {
+      pl = entry(major, 0);
+    }
+    if (!pl) {
+      fail(path, SDPA_CTS_PLUGIN_ENTRY_SYMBOL " returned NULL for this host (ABI " + kHostAbi +
+                     ") and for hosts of every older ABI major");
+    }
+    if (pl->abi_major == SDPA_CTS_PLUGIN_ABI_MAJOR) {
+      fail(path, SDPA_CTS_PLUGIN_ENTRY_SYMBOL " returned NULL for this host (ABI " + kHostAbi +
+                     "), though it was built for ABI " + abi_of(*pl));
+    }
+  }
+  if (pl->abi_major < SDPA_CTS_PLUGIN_ABI_MAJOR) {
+    fail(path, "it was built for plugin ABI " + abi_of(*pl) + "; this sdpa-cts speaks ABI " +
+                   kHostAbi + ": rebuild it against the new sdpa_cts/plugin.h (docs/PLUGINS.md, " +
+                   "\"Migrating a plugin to ABI " + std::to_string(SDPA_CTS_PLUGIN_ABI_MAJOR) +
+                   "\")");
+  }
+  if (pl->abi_major > SDPA_CTS_PLUGIN_ABI_MAJOR) {
+    fail(path, "it was built for plugin ABI " + abi_of(*pl) + "; this sdpa-cts speaks ABI " +
+                   kHostAbi + ": use an sdpa-cts that speaks ABI " + std::to_string(pl->abi_major) +
+                   ", or rebuild the plugin against this one's " + "sdpa_cts/plugin.h");
   }
   // A plugin of this major may be built against any minor: its structs are at least as
   // large as this major's first version, never smaller.
   const std::pair<const char*, std::pair<uint32_t, std::size_t>> sizes[] = {
-      {"sdpa_cts_problem", {pl->sizeof_problem, sizeof(sdpa_cts_problem)}},
+      {"sdpa_cts_params", {pl->sizeof_params, sizeof(sdpa_cts_params)}},
       {"sdpa_cts_device", {pl->sizeof_device, sizeof(sdpa_cts_device)}},
       {"sdpa_cts_capabilities", {pl->sizeof_capabilities, sizeof(sdpa_cts_capabilities)}},
       {"sdpa_cts_precision", {pl->sizeof_precision, sizeof(sdpa_cts_precision)}},
-      {"sdpa_cts_buffers", {pl->sizeof_buffers, sizeof(sdpa_cts_buffers)}},
       {"sdpa_cts_backend", {pl->sizeof_backend, sizeof(sdpa_cts_backend)}}};
   for (const auto& [name, size] : sizes) {
     if (size.first < size.second) {
@@ -68,8 +94,19 @@ const sdpa_cts_plugin& open_plugin(const std::string& path) {
 }
 
 const sdpa_cts_backend& backend_at(const sdpa_cts_plugin& pl, uint32_t i) {
-  return *reinterpret_cast<const sdpa_cts_backend*>(
-      reinterpret_cast<const char*>(pl.backends) + std::size_t(i) * pl.sizeof_backend);
+  return *reinterpret_cast<const sdpa_cts_backend*>(reinterpret_cast<const char*>(pl.backends) +
+                                                    std::size_t(i) * pl.sizeof_backend);
+}
+
+// A plugin backend's capabilities and precision contracts as JSON (what the probe reports and
+// a certification manifest records): backend_json() without the trait a built-in backend's
+// Capabilities can hold and the ABI cannot declare (isa_targets: a plugin backend has one
+// code path, run once per job whatever `--simd all` asks), so that it lists only what the
+// plugin declared.
+std::string description_json(const sdpa_cts_backend& b) {
+  nlohmann::ordered_json j = conformance::backend_json(*make_plugin_backend(b));
+  j["capabilities"]["traits"].erase("isa_targets");
+  return j.dump();
 }
 
 ProbedPlugin describe(const std::string& path, const sdpa_cts_plugin& pl) {
@@ -77,13 +114,13 @@ ProbedPlugin describe(const std::string& path, const sdpa_cts_plugin& pl) {
   out.path = path;
   out.name = pl.name ? pl.name : "";
   out.version = pl.version ? pl.version : "";
-  out.abi = std::to_string(pl.abi_major) + "." + std::to_string(pl.abi_minor);
+  out.abi = abi_of(pl);
   for (uint32_t i = 0; i < pl.backend_count; ++i) {
     const sdpa_cts_backend& b = backend_at(pl, i);
-    out.backends.push_back({b.name,
-                            b.capabilities.device_kind == SDPA_CTS_DEVICE_CUDA ? DeviceKind::cuda
-                                                                               : DeviceKind::cpu,
-                            conformance::backend_json(*make_plugin_backend(b)).dump()});
+    out.backends.push_back(
+        {b.name,
+         b.capabilities.device_kind == SDPA_CTS_DEVICE_CUDA ? DeviceKind::cuda : DeviceKind::cpu,
+         description_json(b)});
   }
   return out;
 }
@@ -184,7 +221,8 @@ ProbedPlugin probe_plugin(const std::string& path, double timeout_seconds) {
   while (std::getline(lines, line)) {
     if (line.rfind("E ", 0) == 0) throw std::invalid_argument(line.substr(2));
     if (line.rfind("B ", 0) == 0 && line.size() > 4) {
-      out.backends.push_back({line.substr(4), line[2] == '1' ? DeviceKind::cuda : DeviceKind::cpu, ""});
+      out.backends.push_back(
+          {line.substr(4), line[2] == '1' ? DeviceKind::cuda : DeviceKind::cpu, ""});
     } else if (line.rfind("J ", 0) == 0 && !out.backends.empty()) {
       out.backends.back().description = line.substr(2);
     } else if (line.rfind("A ", 0) == 0) {
@@ -214,7 +252,8 @@ ProbedPlugin load_plugin(const std::string& path, BackendRegistry& registry) {
                      "backend or another plugin has that name)");
     }
   }
-  for (uint32_t i = 0; i < pl.backend_count; ++i) registry.add(make_plugin_backend(backend_at(pl, i)));
+  for (uint32_t i = 0; i < pl.backend_count; ++i)
+    registry.add(make_plugin_backend(backend_at(pl, i)));
   return describe(path, pl);
 }
 

@@ -22,7 +22,8 @@ struct ProbedBackend {
   std::string name;                   // the backend's name
   DeviceKind device = DeviceKind::cpu;  // the kind of device it runs on
   std::string description;  // capabilities and precision contracts as one JSON object
-                            // (conformance/backend_json.hpp)
+                            // (conformance/backend_json.hpp), without the isa_targets trait
+                            // the ABI cannot declare
 };
 
 // A plugin file and the backends it provides.
@@ -39,8 +40,10 @@ std::vector<std::string> plugin_paths(const std::vector<std::string>& from_flags
 
 // Loads `path` in a child process and reports its backends. Throws std::invalid_argument
 // naming the file: it cannot be opened, lacks the entry symbol, has another ABI major
-// version or too small structs, describes an invalid backend, or the child crashed, exited
-// or did not answer within `timeout_seconds` while loading.
+// version (both versions named; an entry that returns NULL to this host is asked as a host
+// of each older major, to learn its version) or too small structs, describes an invalid
+// backend, or the child crashed, exited or did not answer within `timeout_seconds` while
+// loading.
 ProbedPlugin probe_plugin(const std::string& path, double timeout_seconds = 30);
 
 // Loads `path` into this process and adds its backends to `registry` (after the built-in

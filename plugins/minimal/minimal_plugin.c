@@ -18,12 +18,14 @@ static int32_t minimal_precision(void* state, int32_t dtype, sdpa_cts_precision*
   return 0;
 }
 
-static void minimal_supports(void* state, const sdpa_cts_problem* p, const sdpa_cts_device* d,
+/* `p` is the lowered problem (sdpa_cts/params.h) with every tensor pointer NULL. */
+static void minimal_supports(void* state, const sdpa_cts_params* p, const sdpa_cts_device* d,
                              sdpa_cts_decline_fn decline, void* context) {
   (void)state;
   (void)d;
   /* The capabilities below already exclude dropout, windows, softcap, varlen and the
-   * weights output; here only what they cannot express. */
+   * weights output (the host declines those with its own reasons, before this call);
+   * here only what they cannot express. */
   if (p->batch * p->heads_q * p->len_q * p->len_kv > (int64_t)1 << 32) {
     char why[160];
     snprintf(why, sizeof why, "B*Hq*L*S = %lld exceeds 2^32: too slow for plain loops",
@@ -32,13 +34,13 @@ static void minimal_supports(void* state, const sdpa_cts_problem* p, const sdpa_
   }
 }
 
-static int32_t minimal_run(void* state, const sdpa_cts_problem* p, const sdpa_cts_buffers* b,
-                           const sdpa_cts_device* d, int32_t threads, char* error,
-                           size_t error_size) {
+/* `p` carries the tensors too: element-0 pointers in host memory (capabilities.memory). */
+static int32_t minimal_run(void* state, const sdpa_cts_params* p, const sdpa_cts_device* d,
+                           int32_t threads, char* error, size_t error_size) {
   (void)state;
   (void)d;
   (void)threads;
-  if (naive_attention(p, b) != 0) {
+  if (naive_attention(p) != 0) {
     snprintf(error, error_size, "minimal.naive: out of memory");
     return 1;
   }
@@ -68,7 +70,7 @@ static const sdpa_cts_backend kBackends[] = {{
 }};
 
 static const sdpa_cts_plugin kPlugin = {
-    SDPA_CTS_PLUGIN_ABI_FIELDS, "sdpa-cts-minimal", "1.0.0", 1, kBackends,
+    SDPA_CTS_PLUGIN_ABI_FIELDS, "sdpa-cts-minimal", "2.0.0", 1, kBackends,
 };
 
 SDPA_CTS_PLUGIN_EXPORT const sdpa_cts_plugin* sdpa_cts_plugin_entry(uint32_t host_abi_major,

@@ -17,28 +17,12 @@ static void store(int32_t dtype, void* base, int64_t index, double x) {
   }
 }
 
-/* Element offset of (b, h, row, d) in a tensor (dense: no packing). */
-static int64_t at(const sdpa_cts_layout* t, int64_t b, int64_t h, int64_t row, int64_t d) {
-  return b * t->stride[0] + h * t->stride[1] + row * t->stride[2] + d * t->stride[3];
+/* Element offset of (b, h, row, d) in a tensor of these strides (dense: no packing). */
+static int64_t at(const int64_t stride[4], int64_t b, int64_t h, int64_t row, int64_t d) {
+  return b * stride[0] + h * stride[1] + row * stride[2] + d * stride[3];
 }
 
-/* Mask strides [B, Hq, L, S]: contiguous except broadcast dimensions (stride 0). */
-static void mask_strides(const sdpa_cts_problem* p, int64_t s[4]) {
-  const int64_t shape[4] = {p->batch, p->heads_q, p->len_q, p->len_kv};
-  const uint32_t flags[4] = {SDPA_CTS_BROADCAST_B, SDPA_CTS_BROADCAST_H, SDPA_CTS_BROADCAST_L,
-                             SDPA_CTS_BROADCAST_S};
-  int64_t acc = 1;
-  for (int k = 3; k >= 0; --k) {
-    if (p->mask_broadcast & flags[k]) {
-      s[k] = 0;
-    } else {
-      s[k] = acc;
-      acc *= shape[k] > 0 ? shape[k] : 1;
-    }
-  }
-}
-
-static int causal_allows(const sdpa_cts_problem* p, int64_t i, int64_t j,
+static int causal_allows(const sdpa_cts_params* p, int64_t i, int64_t j,
                          const naive_attention_bugs* bugs) {
   if (p->causal == SDPA_CTS_CAUSAL_TOP_LEFT) return j <= i;
   if (p->causal == SDPA_CTS_CAUSAL_BOTTOM_RIGHT) {
@@ -47,20 +31,19 @@ static int causal_allows(const sdpa_cts_problem* p, int64_t i, int64_t j,
   return 1;
 }
 
-int naive_attention(const sdpa_cts_problem* p, const sdpa_cts_buffers* buf) {
+int naive_attention(const sdpa_cts_params* p) {
   const naive_attention_bugs none = {0, 0, 0};
-  return naive_attention_with_bugs(p, buf, &none);
+  return naive_attention_with_bugs(p, &none);
 }
 
-int naive_attention_with_bugs(const sdpa_cts_problem* p, const sdpa_cts_buffers* buf,
-                              const naive_attention_bugs* bugs) {
+int naive_attention_with_bugs(const sdpa_cts_params* p, const naive_attention_bugs* bugs) {
   const int64_t L = p->len_q, Dqk = p->head_dim_qk, Dv = p->head_dim_v;
   const int64_t S = p->len_kv;
-  const int64_t group = p->heads_kv > 0 ? p->heads_q / p->heads_kv : 1;
+  const int64_t group = p->group;
   const int64_t block = bugs->drop_partial_block;
   const int64_t keys = block > 0 && S % block != 0 ? S / block * block : S;
-  int64_t ms[4] = {0, 0, 0, 0};
-  if (p->mask != SDPA_CTS_MASK_NONE) mask_strides(p, ms);
+  /* The mask's strides come with the problem (0 along broadcast dimensions). */
+  const int64_t* ms = p->mask_stride;
   double* s = (double*)malloc((size_t)(S > 0 ? S : 1) * sizeof(double));
   unsigned char* attends = (unsigned char*)malloc((size_t)(S > 0 ? S : 1));
   if (!s || !attends) {
@@ -78,17 +61,17 @@ int naive_attention_with_bugs(const sdpa_cts_problem* p, const sdpa_cts_buffers*
           /* Attended: allowed by the causal rule and the mask (-inf additive entries mask). */
           const int64_t mo = b * ms[0] + h * ms[1] + i * ms[2] + j * ms[3];
           const double bias =
-              p->mask == SDPA_CTS_MASK_ADDITIVE ? load(p->dtype, buf->mask, mo) : 0.0;
+              p->mask_kind == SDPA_CTS_MASK_ADDITIVE ? load(p->dtype, p->mask, mo) : 0.0;
           int attended = j < keys && causal_allows(p, i, j, bugs) && bias != -INFINITY;
-          if (p->mask == SDPA_CTS_MASK_BOOL) {
-            attended = attended && ((const unsigned char*)buf->mask)[mo] != 0;
+          if (p->mask_kind == SDPA_CTS_MASK_BOOL) {
+            attended = attended && ((const unsigned char*)p->mask)[mo] != 0;
           }
           double x = -INFINITY;
           if (attended) {
             double dot = 0;
             for (int64_t e = 0; e < Dqk; ++e) {
-              dot += load(p->dtype, buf->q, at(&p->q, b, h, i, e)) *
-                     load(p->dtype, buf->k, at(&p->k, b, kv_head, j, e));
+              dot += load(p->dtype, p->q, at(p->q_stride, b, h, i, e)) *
+                     load(p->dtype, p->k, at(p->k_stride, b, kv_head, j, e));
             }
             x = dot * p->scale + bias;
           }
@@ -109,15 +92,15 @@ int naive_attention_with_bugs(const sdpa_cts_problem* p, const sdpa_cts_buffers*
             o = NAN;
           } else if (z != 0) {
             for (int64_t j = 0; j < S; ++j) {
-              if (attends[j]) o += s[j] * load(p->dtype, buf->v, at(&p->v, b, kv_head, j, d));
+              if (attends[j]) o += s[j] * load(p->dtype, p->v, at(p->v_stride, b, kv_head, j, d));
             }
             o /= z;
           }
-          store(p->dtype, buf->o, at(&p->o, b, h, i, d), o);
+          store(p->dtype, p->o, at(p->o_stride, b, h, i, d), o);
         }
-        if (buf->lse) {
+        if (p->lse) {
           const int64_t row = (b * p->heads_q + h) * L + i;
-          buf->lse[row] = (float)(nan ? NAN : z != 0 ? m + log(z) : -INFINITY);
+          p->lse[row] = (float)(nan ? NAN : z != 0 ? m + log(z) : -INFINITY);
         }
       }
   free(s);

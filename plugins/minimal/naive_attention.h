@@ -11,8 +11,9 @@
 extern "C" {
 #endif
 
-/* Computes O (and LSE when buffers->lse is set). Returns 0, or -1 when out of memory. */
-int naive_attention(const sdpa_cts_problem* p, const sdpa_cts_buffers* buffers);
+/* Computes O (and LSE when p->lse is set) from the pointers of `p`. Returns 0, or -1 when
+ * out of memory. */
+int naive_attention(const sdpa_cts_params* p);
 
 /* Deliberate bugs, for plugins/faulty only (the judge must catch each); all 0 = correct. */
 typedef struct naive_attention_bugs {
@@ -20,8 +21,7 @@ typedef struct naive_attention_bugs {
   int64_t drop_partial_block;   /* > 0: keys of a last partial block of this size ignored */
   int gqa_tiled;                /* kv head h % Hkv (ONNX's tile) instead of h / group */
 } naive_attention_bugs;
-int naive_attention_with_bugs(const sdpa_cts_problem* p, const sdpa_cts_buffers* buffers,
-                              const naive_attention_bugs* bugs);
+int naive_attention_with_bugs(const sdpa_cts_params* p, const naive_attention_bugs* bugs);
 
 #ifdef __cplusplus
 }

@@ -14,8 +14,9 @@
 //                    public one calls for its flash path; it returns the logsumexp, so it
 //                    is the backend that takes the LSE cases.
 //
-// Tensors are wrapped in place with at::from_blob (element-0 pointers, element strides), so
-// the op sees the problem's layout; O (and the LSE) are copied into the caller's views.
+// Tensors are wrapped in place with at::from_blob (the element-0 pointers and element strides
+// of the lowered problem, sdpa_cts_params), so the op sees the problem's layout; O (and the
+// LSE) are copied into the caller's views.
 // What PyTorch cannot express is declined, never emulated: dropout (PyTorch's own RNG, not
 // the suite's Philox keep-mask), softcap, windows, per-batch lengths, the weights output.
 // Causal masks: top-left is PyTorch's is_causal; bottom-right with L != S, and any causal
@@ -33,7 +34,6 @@
 #include <exception>
 #include <limits>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <tuple>
 
@@ -106,7 +106,7 @@ const char* isa_name(int32_t isa) {
 // (default: the best the CPU has); a job for another ISA target (`--simd`) would silently run
 // that one instead, so it is declined. AVX-512 with bf16 instructions is ATen's AVX512 build
 // (oneDNN uses the bf16 instructions where the CPU has them).
-void torch_supports(void*, const sdpa_cts_problem*, const sdpa_cts_device* d,
+void torch_supports(void*, const sdpa_cts_params*, const sdpa_cts_device* d,
                     sdpa_cts_decline_fn decline, void* context) {
   // Everything either op cannot express is excluded by the capabilities below (the host
   // declines it with its own reason texts). For torch.flash_cpu they exclude Dv != Dqk
@@ -130,39 +130,29 @@ int64_t numel4(const int64_t (&sizes)[4]) { return sizes[0] * sizes[1] * sizes[2
 
 // A 4-D view of caller memory; an empty tensor when it has no element (the pointer may then
 // be anything).
-at::Tensor view4(const void* data, const int64_t (&sizes)[4], const sdpa_cts_layout& l,
+at::Tensor view4(const void* data, const int64_t (&sizes)[4], const int64_t (&strides)[4],
                  at::ScalarType t) {
   const auto options = at::TensorOptions().dtype(t).device(at::kCPU);
   if (numel4(sizes) == 0) return at::empty({sizes[0], sizes[1], sizes[2], sizes[3]}, options);
   return at::from_blob(const_cast<void*>(data), {sizes[0], sizes[1], sizes[2], sizes[3]},
-                       {l.stride[0], l.stride[1], l.stride[2], l.stride[3]}, options);
+                       {strides[0], strides[1], strides[2], strides[3]}, options);
 }
 
-// The mask tensor [B, Hq, L, S]: contiguous over the dimensions it does not broadcast, which
-// are size 1 here (PyTorch broadcasts them). Boolean masks are uint8 with values 0 and 1 (the
-// ABI), viewed as kBool in place.
-at::Tensor mask_view(const sdpa_cts_problem* p, const void* data) {
+// The mask tensor [B, Hq, L, S] with the strides the problem passes (mask_stride: 0 along
+// broadcast dimensions, which are size 1 here: PyTorch broadcasts them). Boolean masks are
+// uint8 with values 0 and 1 (the ABI), viewed as kBool in place.
+at::Tensor mask_view(const sdpa_cts_params* p) {
   const int64_t shape[4] = {p->batch, p->heads_q, p->len_q, p->len_kv};
   const uint32_t bits[4] = {SDPA_CTS_BROADCAST_B, SDPA_CTS_BROADCAST_H, SDPA_CTS_BROADCAST_L,
                             SDPA_CTS_BROADCAST_S};
-  int64_t sizes[4], strides[4], acc = 1;
-  for (int k = 3; k >= 0; --k) {
-    if (p->mask_broadcast & bits[k]) {
-      sizes[k] = 1;
-      strides[k] = 0;
-    } else {
-      sizes[k] = shape[k];
-      strides[k] = acc;
-      acc *= shape[k] > 0 ? shape[k] : 1;
-    }
-  }
-  const at::ScalarType t = p->mask == SDPA_CTS_MASK_BOOL ? at::kBool : scalar_type(p->dtype);
+  int64_t sizes[4];
+  for (int k = 0; k < 4; ++k) sizes[k] = (p->mask_broadcast & bits[k]) ? 1 : shape[k];
+  const at::ScalarType t = p->mask_kind == SDPA_CTS_MASK_BOOL ? at::kBool : scalar_type(p->dtype);
   const auto options = at::TensorOptions().dtype(t).device(at::kCPU);
-  if (sizes[0] * sizes[1] * sizes[2] * sizes[3] == 0) {
-    return at::empty({sizes[0], sizes[1], sizes[2], sizes[3]}, options);
-  }
-  return at::from_blob(const_cast<void*>(data), {sizes[0], sizes[1], sizes[2], sizes[3]},
-                       {strides[0], strides[1], strides[2], strides[3]}, options);
+  if (numel4(sizes) == 0) return at::empty({sizes[0], sizes[1], sizes[2], sizes[3]}, options);
+  return at::from_blob(const_cast<void*>(p->mask), {sizes[0], sizes[1], sizes[2], sizes[3]},
+                       {p->mask_stride[0], p->mask_stride[1], p->mask_stride[2], p->mask_stride[3]},
+                       options);
 }
 
 struct MaskArgs {
@@ -173,12 +163,12 @@ struct MaskArgs {
 // The causal rule and the mask tensor as PyTorch's arguments: is_causal alone where it is the
 // same function (top-left, or bottom-right with L == S, and no mask tensor), else one explicit
 // mask (boolean, or additive in the dtype when the problem's mask is additive).
-MaskArgs mask_args(const sdpa_cts_problem* p, const void* mask) {
+MaskArgs mask_args(const sdpa_cts_params* p) {
   MaskArgs a;
   const bool causal = p->causal != SDPA_CTS_CAUSAL_NONE;
   const bool aligned = p->causal == SDPA_CTS_CAUSAL_TOP_LEFT || p->len_q == p->len_kv;
   std::optional<at::Tensor> user;
-  if (p->mask != SDPA_CTS_MASK_NONE) user = mask_view(p, mask);
+  if (p->mask_kind != SDPA_CTS_MASK_NONE) user = mask_view(p);
   if (causal && aligned && !user) {
     a.is_causal = true;
     return a;
@@ -207,17 +197,17 @@ std::optional<at::Tensor> additive(const std::optional<at::Tensor>& m, at::Scala
       .masked_fill(m->logical_not(), -std::numeric_limits<double>::infinity());
 }
 
-void compute(Op op, const sdpa_cts_problem* p, const sdpa_cts_buffers* b, int32_t threads) {
+void compute(Op op, const sdpa_cts_params* p, int32_t threads) {
   if (threads > 0) at::set_num_threads(threads);
   const at::ScalarType t = scalar_type(p->dtype);
   const int64_t B = p->batch, Hq = p->heads_q, Hkv = p->heads_kv, L = p->len_q, S = p->len_kv,
                 Dqk = p->head_dim_qk, Dv = p->head_dim_v;
   const int64_t qs[4] = {B, Hq, L, Dqk}, ks[4] = {B, Hkv, S, Dqk}, vs[4] = {B, Hkv, S, Dv},
                 os[4] = {B, Hq, L, Dv};
-  const at::Tensor q = view4(b->q, qs, p->q, t);
-  const at::Tensor k = view4(b->k, ks, p->k, t);
-  const at::Tensor v = view4(b->v, vs, p->v, t);
-  MaskArgs m = mask_args(p, b->mask);
+  const at::Tensor q = view4(p->q, qs, p->q_stride, t);
+  const at::Tensor k = view4(p->k, ks, p->k_stride, t);
+  const at::Tensor v = view4(p->v, vs, p->v_stride, t);
+  MaskArgs m = mask_args(p);
   const std::optional<double> scale = p->scale;
   at::Tensor out;
   at::Tensor lse;
@@ -228,19 +218,18 @@ void compute(Op op, const sdpa_cts_problem* p, const sdpa_cts_buffers* b, int32_
     std::tie(out, lse) = at::_scaled_dot_product_flash_attention_for_cpu(
         q, k, v, /*dropout_p=*/0.0, m.is_causal, additive(m.attn_mask, t), scale);
   }
-  if (numel4(os) > 0) view4(b->o, os, p->o, t).copy_(out);
-  if (p->want_lse && b->lse && B * Hq * L > 0) {
-    at::from_blob(b->lse, {B, Hq, L}, at::TensorOptions().dtype(at::kFloat)).copy_(lse);
+  if (numel4(os) > 0) view4(p->o, os, p->o_stride, t).copy_(out);
+  if (p->want_lse && p->lse && B * Hq * L > 0) {
+    at::from_blob(p->lse, {B, Hq, L}, at::TensorOptions().dtype(at::kFloat)).copy_(lse);
   }
 }
 
 template <Op op>
-int32_t torch_run(void*, const sdpa_cts_problem* p, const sdpa_cts_buffers* b,
-                  const sdpa_cts_device*, int32_t threads, char* error, size_t error_size) {
+int32_t torch_run(void*, const sdpa_cts_params* p, const sdpa_cts_device*, int32_t threads,
+                  char* error, size_t error_size) {
   try {
-    if (b->memory != SDPA_CTS_MEMORY_HOST)
-      throw std::runtime_error("buffers are not in host memory");
-    compute(op, p, b, threads);
+    // Every pointer is in host memory: the capabilities below declare SDPA_CTS_MEMORY_HOST.
+    compute(op, p, threads);
     return 0;
   } catch (const c10::Error& e) {
     std::snprintf(error, error_size, "PyTorch %s: %s", TORCH_VERSION, e.what_without_backtrace());

@@ -56,6 +56,11 @@ rc=$?; expect 0 "MET \(7/7 required cases pass, 1 outside its features recorded\
 "$cli" certify --plugin "$minimal" --backend minimal.naive --profile "$data/tiny.profile" --out plugin > plugin.log 2>&1
 rc=$?; expect 0 "minimal.naive on cpu: MET" plugin.log
 grep -q "\"sha256\": \"$(sha256sum "$minimal" | cut -d' ' -f1)\"" plugin/manifest.json || fail "no plugin sha256 in the manifest"
+# ... and lists the traits the plugin declared, none the plugin ABI cannot declare.
+grep -q '"fused_mha": false' plugin/manifest.json || fail "no plugin traits in the manifest"
+if grep -q '"isa_targets"' plugin/manifest.json; then
+  fail "the manifest of a plugin backend lists isa_targets, which the plugin ABI cannot declare"
+fi
 "$cli" verify-bundle plugin --plugin "$faulty" > wrong.log 2>&1
 rc=$?; expect 1 "PROBLEM: a different plugin binary" wrong.log
 "$cli" verify-bundle plugin --plugin "$minimal" --rerun 2 > right.log 2>&1

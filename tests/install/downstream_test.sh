@@ -14,6 +14,7 @@ test -f "$scratch/prefix/share/sdpa-cts/conformance/tiers/ci.tier"
 test -f "$scratch/prefix/share/sdpa-cts/conformance/profiles/inference-core.profile"
 test -f "$scratch/prefix/share/sdpa-cts/golden/data/ci.h5"
 test -f "$scratch/prefix/include/sdpa_cts/plugin.h"
+test -f "$scratch/prefix/include/sdpa_cts/params.h"  # plugin.h includes it
 cmake -S "$src/tests/install/downstream" -B "$scratch/build" -G Ninja \
   -DCMAKE_PREFIX_PATH="$scratch/prefix" >/dev/null
 cmake --build "$scratch/build" >/dev/null

@@ -21,7 +21,7 @@ static int32_t precision(void* s, int32_t dtype, sdpa_cts_precision* out) {
   out->accumulate = out->p_type = SDPA_CTS_DTYPE_F64;
   return 0;
 }
-static void supports(void* s, const sdpa_cts_problem* p, const sdpa_cts_device* d,
+static void supports(void* s, const sdpa_cts_params* p, const sdpa_cts_device* d,
                      sdpa_cts_decline_fn decline, void* ctx) {
   (void)s;
   (void)p;
@@ -29,11 +29,10 @@ static void supports(void* s, const sdpa_cts_problem* p, const sdpa_cts_device* 
   (void)decline;
   (void)ctx;
 }
-static int32_t run(void* s, const sdpa_cts_problem* p, const sdpa_cts_buffers* b,
-                   const sdpa_cts_device* d, int32_t t, char* e, size_t n) {
+static int32_t run(void* s, const sdpa_cts_params* p, const sdpa_cts_device* d, int32_t t, char* e,
+                   size_t n) {
   (void)s;
   (void)p;
-  (void)b;
   (void)d;
   (void)t;
   (void)e;
@@ -72,7 +71,7 @@ SDPA_CTS_PLUGIN_EXPORT const sdpa_cts_plugin* sdpa_cts_plugin_entry(uint32_t maj
 #elif BROKEN_KIND == RETURNS_NULL
   return NULL;
 #elif BROKEN_KIND == SMALL_STRUCT
-  plugin.sizeof_problem = 16;
+  plugin.sizeof_params = 16;
 #elif BROKEN_KIND == ABORTS
   abort();
 #elif BROKEN_KIND == HANGS
