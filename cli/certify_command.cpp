@@ -111,6 +111,7 @@ int certify(Options opt) {
   prof["require"] = profile.require;
   prof["cases"] = cases.size();
   prof["frozen_cases"] = cases.size() - static_cast<std::size_t>(profile.sample_count);
+  prof["pairwise_cases"] = profile.pairwise.size();  // of the frozen ones, generated
   prof["sampled_cases"] = profile.sample_count;
   prof["sample_seed"] = seed;
   prof["case_list_sha256"] = sha256_hex(bundle.case_list);

@@ -185,8 +185,9 @@ void covered_by(const std::vector<int>& v, const std::vector<PairDimension>& dim
   }
 }
 
-// The case ID for an assignment of the generated dimensions on a backend's length blocks.
-std::string case_for(const std::vector<int>& a, const Backend& backend) {
+// The case ID for an assignment of the generated dimensions on a backend's length blocks
+// (with the LSE output when `lse`).
+std::string case_for(const std::vector<int>& a, const Backend& backend, bool lse) {
   const TilingCuts& lb = backend.capabilities().tiling;
   const int group = a[kHeads] == 0 ? 1 : a[kHeads] == 1 ? 2 : 4;
   const std::int64_t hq = a[kHeads] == 0 ? 2 : 4;
@@ -224,32 +225,90 @@ std::string case_for(const std::vector<int>& a, const Backend& backend) {
   }
   if (a[kSoftcap] == 1) id += ".softcap=20";
   if (a[kDropout] == 1) id += ".p0.3.dseed3.doff7";
+  if (lse) id += ".lse";
   id += ".seed60.gen=normal";
   return id;
 }
 
-// The case for `a` when it is valid and `backend` runs it; else nullopt.
+// The case for `a` when it is valid, `backend` runs it and the restriction admits it; else
+// nullopt.
 std::optional<Case> runnable(const std::vector<int>& a, const Backend& backend,
-                             const Device& device) {
-  auto parsed = parse_case_id(case_for(a, backend));
+                             const Device& device, const PairRestriction& restriction) {
+  auto parsed = parse_case_id(case_for(a, backend, restriction.lse));
   if (!std::holds_alternative<Case>(parsed)) return std::nullopt;
   Case c = std::get<Case>(parsed);
   if (!validate(c.problem).empty() || !backend.supports(c.problem, device).ok())
     return std::nullopt;
+  if (restriction.admit && !restriction.admit(c)) return std::nullopt;
   return c;
+}
+
+// allowed[d][v]: whether value v of dimension d is allowed by `restriction`.
+std::vector<std::vector<bool>> allowed_values(const std::vector<PairDimension>& dims,
+                                              const PairRestriction& restriction) {
+  std::vector<std::vector<bool>> allowed;
+  for (const auto& dim : dims) allowed.emplace_back(dim.values.size(), true);
+  for (const auto& [name, values] : restriction.values) {
+    const auto d = std::find_if(dims.begin(), dims.end(),
+                                [&](const PairDimension& x) { return x.name == name; });
+    if (d == dims.end()) {
+      throw std::invalid_argument("pair restriction: unknown dimension '" + name + "'");
+    }
+    for (const auto& v : values) {
+      if (std::find(d->values.begin(), d->values.end(), v) == d->values.end()) {
+        throw std::invalid_argument("pair restriction: dimension '" + name + "' has no value '" +
+                                    v + "'");
+      }
+    }
+    auto& row = allowed[static_cast<std::size_t>(d - dims.begin())];
+    for (std::size_t v = 0; v < row.size(); ++v) row[v] = values.count(d->values[v]) > 0;
+  }
+  return allowed;
 }
 
 }  // namespace
 
 CoveringSet generate_covering_set(const std::vector<const Backend*>& backends,
                                   const Device& device) {
+  return generate_covering_set(backends, device, PairRestriction{});
+}
+
+CoveringSet generate_covering_set(const std::vector<const Backend*>& backends, const Device& device,
+                                  const PairRestriction& restriction) {
   CoveringSet out;
   std::vector<std::string> ids;
   std::set<std::string> seen;
   for (const Backend* backend : backends) {
     const auto dims = pair_dimensions(*backend);
-    std::vector<ValuePair> wanted = all_pairs(dims, both_generated);
-    std::set<ValuePair> uncovered(wanted.begin(), wanted.end());
+    const auto allowed = allowed_values(dims, restriction);
+    auto is_allowed = [&](int d, int v) {
+      return allowed[static_cast<std::size_t>(d)][static_cast<std::size_t>(v)];
+    };
+    std::set<ValuePair> uncovered;
+    for (const auto& p : all_pairs(dims, both_generated)) {
+      if (is_allowed(p.d1, p.v1) && is_allowed(p.d2, p.v2)) uncovered.insert(p);
+    }
+    // Every case starts from the first allowed value of each dimension (0 unrestricted). When
+    // that case does not run or is not admitted (a length that makes it "empty" where the
+    // restriction wants none), from the first one-value change that is: otherwise every
+    // change the greedy step below tries would look equally useless until it reached the
+    // dimension at fault, and the cases would cover few pairs each.
+    std::vector<int> start(kDims, 0);
+    for (int d = 0; d < kDims; ++d) {
+      while (start[d] + 1 < static_cast<int>(dims[d].values.size()) && !is_allowed(d, start[d]))
+        ++start[d];
+    }
+    for (int d = 0; d < kDims && !runnable(start, *backend, device, restriction); ++d) {
+      for (int v = 0; v < static_cast<int>(dims[d].values.size()); ++v) {
+        std::vector<int> s = start;
+        s[d] = v;
+        if (!dims[d].generated || v == start[d] || !is_allowed(d, v) ||
+            !runnable(s, *backend, device, restriction))
+          continue;
+        start = s;
+        break;
+      }
+    }
     // What the cases chosen so far (for earlier backends) cover on this one.
     auto cover = [&](const Case& c) {
       std::set<ValuePair> got;
@@ -263,13 +322,13 @@ CoveringSet generate_covering_set(const std::vector<const Backend*>& backends,
     std::vector<ValuePair> impossible;
     while (!uncovered.empty()) {
       const ValuePair target = *uncovered.begin();
-      std::vector<int> a(kDims, 0);
+      std::vector<int> a = start;
       a[target.d1] = target.v1;
       a[target.d2] = target.v2;
       // Greedy (AETG-like): each free dimension takes the value that makes the case cover
       // the most uncovered pairs, among the values that keep it runnable.
       auto gain = [&](const std::vector<int>& x) -> int {
-        const auto c = runnable(x, *backend, device);
+        const auto c = runnable(x, *backend, device, restriction);
         if (!c) return -1;
         std::set<ValuePair> got;
         covered_by(classify_job(*c, *backend, device.cpu.isa, 1), dims, got);
@@ -281,7 +340,7 @@ CoveringSet generate_covering_set(const std::vector<const Backend*>& backends,
       for (int d = 0; d < kDims; ++d) {
         if (!dims[d].generated || d == target.d1 || d == target.d2) continue;
         for (int v = 0; v < static_cast<int>(dims[d].values.size()); ++v) {
-          if (v == a[d]) continue;
+          if (v == a[d] || !is_allowed(d, v)) continue;
           std::vector<int> b = a;
           b[d] = v;
           const int g = gain(b);
@@ -291,7 +350,7 @@ CoveringSet generate_covering_set(const std::vector<const Backend*>& backends,
           }
         }
       }
-      const auto c = best < 0 ? std::nullopt : runnable(a, *backend, device);
+      const auto c = best < 0 ? std::nullopt : runnable(a, *backend, device, restriction);
       std::set<ValuePair> got;
       if (c) covered_by(classify_job(*c, *backend, device.cpu.isa, 1), dims, got);
       if (!c || !got.count(target)) {
@@ -306,6 +365,59 @@ CoveringSet generate_covering_set(const std::vector<const Backend*>& backends,
     out.impossible.push_back(std::move(impossible));
   }
   out.case_ids = std::move(ids);
+  return out;
+}
+
+std::vector<std::string> isolated_pair_cases(const Backend& backend, const Device& device,
+                                             const PairRestriction& restriction) {
+  const auto dims = pair_dimensions(backend);
+  const auto allowed = allowed_values(dims, restriction);
+  // The base case: the first allowed value of each dimension (a feature off), the head dim
+  // a multiple of 16, the lengths beyond the backend's last row and key blocks.
+  std::vector<int> base(kDims, 0);
+  for (int d = 0; d < kDims; ++d) {
+    const auto& row = allowed[static_cast<std::size_t>(d)];
+    base[d] = static_cast<int>(std::find(row.begin(), row.end(), true) - row.begin());
+    if (base[d] == static_cast<int>(row.size())) return {};  // a dimension without a value
+  }
+  base[kRows] = static_cast<int>(dims[kRows].values.size()) - 1;
+  base[kKeys] = static_cast<int>(dims[kKeys].values.size()) - 1;
+  // The features: every allowed value of a feature dimension but its first.
+  std::vector<std::pair<int, int>> features;
+  for (int d = kCausal; d <= kRowPitch; ++d) {
+    if (!dims[d].generated) continue;
+    for (int v = base[d] + 1; v < static_cast<int>(dims[d].values.size()); ++v) {
+      if (allowed[static_cast<std::size_t>(d)][static_cast<std::size_t>(v)])
+        features.emplace_back(d, v);
+    }
+  }
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  auto add = [&](const std::vector<int>& a) {
+    if (const auto c = runnable(a, backend, device, restriction)) {
+      const std::string id = format_case_id(*c);
+      if (seen.insert(id).second) out.push_back(id);
+    }
+  };
+  // Each feature alone on every element type; each two features of two dimensions together.
+  for (int t = 0; t < static_cast<int>(dims[kDtype].values.size()); ++t) {
+    if (!allowed[kDtype][static_cast<std::size_t>(t)]) continue;
+    for (const auto& [d, v] : features) {
+      std::vector<int> a = base;
+      a[kDtype] = t;
+      a[d] = v;
+      add(a);
+    }
+  }
+  for (std::size_t i = 0; i < features.size(); ++i) {
+    for (std::size_t j = i + 1; j < features.size(); ++j) {
+      if (features[i].first == features[j].first) continue;
+      std::vector<int> a = base;
+      a[features[i].first] = features[i].second;
+      a[features[j].first] = features[j].second;
+      add(a);
+    }
+  }
   return out;
 }
 

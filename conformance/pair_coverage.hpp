@@ -9,6 +9,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -67,6 +70,35 @@ struct CoveringSet {
 };
 CoveringSet generate_covering_set(const std::vector<const Backend*>& backends,
                                   const Device& device);
+
+// A covering set restricted to some values, e.g. those of a certification profile's required
+// features (conformance/profile.hpp). `values` names, per dimension, the values a generated
+// case may take (a dimension not named keeps every value; an unknown dimension or value name
+// is an error); every generated case must also pass `admit` when it is set, which rules out
+// what the dimensions cannot name (a length that makes a case "decode" or "empty"); `lse`
+// asks for the LSE output in every generated case. Only pairs of allowed values are wanted;
+// those no admitted case covers are returned in `impossible`. An empty restriction
+// generates exactly the unrestricted set above.
+struct PairRestriction {
+  std::map<std::string, std::set<std::string>> values;
+  std::function<bool(const Case&)> admit;
+  bool lse = false;
+};
+CoveringSet generate_covering_set(const std::vector<const Backend*>& backends, const Device& device,
+                                  const PairRestriction& restriction);
+
+// Every two features in a case of their own. The features are the allowed values of the
+// feature dimensions (causal to row_pitch) other than the first allowed one (the feature
+// off). Each feature alone on every allowed element type, and each two features of two
+// dimensions together on the first allowed element type; every other dimension at its first
+// allowed value, the lengths beyond `backend`'s last row and key blocks (more than one query
+// row, more keys than rows: what a decode or an empty case cannot show). The covering set
+// packs many features into each case, so there a pair can come only with a third feature
+// (per-batch lengths x causal bottom-right only in a decode case, or with a window that a
+// backend declines); here nothing else hides it. Cases the backend does not run or the
+// restriction does not admit are left out.
+std::vector<std::string> isolated_pair_cases(const Backend& backend, const Device& device,
+                                             const PairRestriction& restriction);
 
 // The coverage of `runs` on `backend`, on every target in `isas` (the jobs the backend
 // declines do not count; pairs with a SIMD target not in `isas` are left out of every

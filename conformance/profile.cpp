@@ -4,12 +4,16 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 
+#include "conformance/pair_coverage.hpp"
 #include "conformance/tier.hpp"
 #include "core/case_id.hpp"
 #include "golden/golden_file.hpp"
+#include "kernels/registry.hpp"
 
 namespace sdpa::conformance {
 namespace {
@@ -58,6 +62,80 @@ SamplerOptions restricted_sampler(const std::set<std::string>& r, const std::str
   o.lse_output = has(r, "lse");
   o.weights_output = has(r, "weights");
   return o;
+}
+
+// The pairwise cases of a profile's fixed part (policy; docs/CERTIFICATION.md, "The fixed
+// part"). A hand-written case list misses interactions: inference-core's once had no case
+// where per-batch lengths make S_b - L_b differ from S - L under a causal bottom-right mask,
+// so a plugin that took its offset from the padded lengths failed only in the sampled part,
+// and only for some seeds. The fixed part therefore also holds, restricted to the values of
+// the features the profile requires (conformance/pair_coverage.hpp):
+//  - the covering set of the pairs generator (the generator of the pairs tier, on the same
+//    backends and the scalar target): every pair of those values and of the lengths and
+//    head dims around each backend's blocks;
+//  - every two required features in a case of their own, with more than one query row
+//    (cpu.math's lengths): the covering set may pair per-batch lengths with causal
+//    bottom-right only in a decode case, where either offset masks the same keys, or next
+//    to a window that a backend declines.
+// Every generated case uses required features only (the generator's per-batch lengths give
+// S_b - L_b != S - L). A profile that requires the LSE asks for it in every generated case,
+// since fused kernels compute it anyway; the attention weights are never asked for, since
+// they force a materialising path and would keep the fused kernels' code out of the pairs.
+// The cases depend on the require list and on this build's generator, not on the seed.
+const std::vector<std::string> kPairBackends = {"cpu.math", "cpu.flash", "cpu.mem_efficient"};
+
+PairRestriction pair_restriction(const std::set<std::string>& r) {
+  PairRestriction x;
+  auto with = [&](std::set<std::string> values, const char* tag, const char* value) {
+    if (has(r, tag)) values.insert(value);
+    return values;
+  };
+  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::f64}) {
+    const std::string name(dtype_name(t));
+    if (r.count("dtype=" + name)) x.values["dtype"].insert(name);
+  }
+  x.values["causal"] = with(with({"none"}, "causal=tl", "tl"), "causal=br", "br");
+  x.values["window"] = with({"off"}, "window", "on");
+  x.values["mask"] = with(with({"none"}, "mask=bool", "bool"), "mask=add", "add");
+  x.values["dropout"] = with({"off"}, "dropout", "on");
+  x.values["softcap"] = with({"off"}, "softcap", "on");
+  x.values["varlen"] = with(with({"none"}, "varlen=padded", "padded"), "varlen=packed", "packed");
+  x.values["heads"] =
+      has(r, "gqa") ? std::set<std::string>{"mha", "gqa", "mqa"} : std::set<std::string>{"mha"};
+  // [B, L, H, D] with row gaps is "layout=strided", without them "layout=bshd".
+  x.values["layout"] = has(r, "layout=bshd") || has(r, "layout=strided")
+                           ? std::set<std::string>{"bhsd", "bshd"}
+                           : std::set<std::string>{"bhsd"};
+  x.values["row_pitch"] =
+      with(with({"dense"}, "layout=strided", "gap_even"), "layout=strided", "gap_odd");
+  // Head dims and lengths have no tag of their own; a length that makes a case "decode" or
+  // "empty" without the profile requiring it is ruled out here.
+  x.admit = [r](const Case& c) {
+    for (const auto& f : case_features(c.problem)) {
+      if (f != "plain" && !r.count(f)) return false;
+    }
+    return true;
+  };
+  x.lse = has(r, "lse");
+  return x;
+}
+
+// Generated once per require list in a process (loading a profile is cheap afterwards).
+std::vector<std::string> pairwise_cases_for(const std::set<std::string>& require) {
+  static std::mutex mutex;
+  static std::map<std::set<std::string>, std::vector<std::string>> cache;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = cache.find(require); it != cache.end()) return it->second;
+  std::vector<const Backend*> backends;
+  for (const auto& name : kPairBackends) backends.push_back(&find_backend_or_throw(name));
+  const Device device = with_isa_target(detect_cpu(), "scalar");
+  const PairRestriction restriction = pair_restriction(require);
+  std::vector<std::string> ids = generate_covering_set(backends, device, restriction).case_ids;
+  const std::set<std::string> have(ids.begin(), ids.end());
+  for (const auto& id : isolated_pair_cases(*backends.front(), device, restriction)) {
+    if (!have.count(id)) ids.push_back(id);
+  }
+  return cache[require] = std::move(ids);
 }
 
 }  // namespace
@@ -203,6 +281,15 @@ Profile load_profile_at(const std::string& name_or_path, int depth) {
       if (!have_golden.count(g)) golden.push_back(g);
     p.frozen = std::move(ids);
     p.golden_files = std::move(golden);
+    p.pairwise = parent->pairwise;
+  }
+  // The pairwise cases of this profile's requirements after the listed ones (and the
+  // parent's fixed part), each once.
+  const std::set<std::string> have(p.frozen.begin(), p.frozen.end());
+  const std::set<std::string> have_pairwise(p.pairwise.begin(), p.pairwise.end());
+  for (const auto& id : pairwise_cases_for(p.require)) {
+    if (!have.count(id)) p.frozen.push_back(id);
+    if (!have_pairwise.count(id)) p.pairwise.push_back(id);
   }
   return p;
 }

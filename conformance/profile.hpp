@@ -1,5 +1,12 @@
 // Certification profiles (conformance/profiles/*.profile, docs/CERTIFICATION.md): a named set
-// of required features with a frozen must-pass case list and a seeded sampled part.
+// of required features with a fixed must-pass case list and a seeded sampled part.
+//
+// The fixed part (`frozen`, then the golden files' cases) is the same for every seed: the
+// case IDs the file lists (after its parent's fixed part, for `extends`), and the pairwise
+// cases generated from the required features (conformance/pair_coverage.hpp): the covering
+// set of the pairs generator restricted to their values, and every two of them in a case of
+// their own, so that each interaction (per-batch lengths x causal bottom-right, ...) is
+// always checked (the policy is in profile.cpp).
 //
 // A profile file is a tier file (conformance/tier.hpp: case IDs with {a,b} alternatives,
 // `include <tier>`, `golden <path>`) with three lines of its own:
@@ -33,7 +40,11 @@ struct Profile {
   std::string text;         // the file's exact text, after its parents' (a bundle keeps a copy)
   std::string description;  // the description line
   std::set<std::string> require;          // required feature tags
-  std::vector<std::string> frozen;        // frozen case IDs, canonical, in file order
+  std::vector<std::string> frozen;        // the fixed case IDs, canonical: the parent's
+                                          // (for extends), the listed ones in file order,
+                                          // then the pairwise ones not listed already
+  std::vector<std::string> pairwise;      // the generated pairwise cases (the parent's, then
+                                          // its own), each also in `frozen`
   std::vector<std::string> golden_files;  // frozen golden files (every case of each)
   int sample_count = 0;                   // sampled cases
   std::uint64_t sample_seed = 0;          // their seed (certify --seed overrides it)

@@ -23,14 +23,29 @@ expect() {
 
 # 1. A met profile: a bundle that verifies, and whose re-runs agree.
 "$cli" certify --backend cpu.math --profile "$data/tiny.profile" --jobs 2 --out met > met.log 2>&1
-rc=$?; expect 0 "profile tiny: cpu.math on cpu: MET \(7/7 required cases pass, 1 outside" met.log
+rc=$?; expect 0 "profile tiny: cpu.math on cpu: MET \(([0-9]+)/\1 required cases pass, 1 outside" met.log
 for f in manifest.json cases.txt profile.txt SHA256SUMS results.jsonl summary.json junit.xml summary.md report.html; do
   [ -f "met/$f" ] || fail "the bundle has no $f"
 done
 (cd met && sha256sum --quiet -c SHA256SUMS) || fail "sha256sum -c does not accept SHA256SUMS"
 "$cli" verify-bundle met --rerun 3 > verify.log 2>&1
-rc=$?; expect 0 "verdict MET, 8 records, 3/3 re-run verdicts agree" verify.log
+rc=$?; expect 0 "verdict MET, [0-9]+ records, 3/3 re-run verdicts agree" verify.log
 grep -q "verify-bundle: intact" verify.log || fail "$(cat verify.log)"
+
+# The fixed part: the 4 listed cases and the profile's pairwise cases (generated from its
+# required features), the same for any seed; then the 4 sampled cases.
+python3 - met/manifest.json met/cases.txt << 'EOF' || fail "the fixed part is not 4 listed + the pairwise cases"
+import json, sys
+p = json.load(open(sys.argv[1]))["profile"]
+lines = open(sys.argv[2]).read().splitlines()
+assert p["pairwise_cases"] > 0 and p["frozen_cases"] == 4 + p["pairwise_cases"], p
+assert p["sampled_cases"] == 4 and len(lines) == p["frozen_cases"] + 4 == p["cases"], p
+EOF
+"$cli" certify --backend cpu.math --profile "$data/tiny.profile" --seed 10 --jobs 2 --out seed10 > seed10.log 2>&1
+rc=$?; expect 0 "MET" seed10.log
+n=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["profile"]["frozen_cases"])' met/manifest.json)
+cmp -s <(head -n "$n" met/cases.txt) <(head -n "$n" seed10/cases.txt) || fail "the fixed part depends on the seed"
+cmp -s met/cases.txt seed10/cases.txt && fail "--seed 10 drew the same sampled cases as seed 9"
 
 # 2. Any edit fails verification, naming the problem.
 edit_case() {  # NAME COMMAND REGEX
@@ -50,7 +65,7 @@ edit_case digests "sed -i '2s/PASS/FAIL/' results.jsonl && sha256sum manifest.js
 rc=$?; expect 1 "NOT MET.*NOT_SUPPORTED b1.hq2.hkv2.l8.s8.dqk8.dv8.f32.attnw.seed9.gen=normal: declines a required feature: the attention-weights output" declines.log
 # ... while the same case outside a profile's features is recorded, not held against it.
 "$cli" certify --backend cpu.flash --profile "$data/tiny.profile" --out outside > outside.log 2>&1
-rc=$?; expect 0 "MET \(7/7 required cases pass, 1 outside its features recorded\)" outside.log
+rc=$?; expect 0 "MET \(([0-9]+)/\1 required cases pass, 1 outside its features recorded\)" outside.log
 
 # 4. Plugins: the bundle names the plugin by digest; the wrong binary fails verification.
 "$cli" certify --plugin "$minimal" --backend minimal.naive --profile "$data/tiny.profile" --out plugin > plugin.log 2>&1
@@ -84,9 +99,9 @@ for k in 0 1; do
   rc=$?; expect 0 "no required case failed in shard $k/2" "s$k.log"
 done
 "$cli" report merge s1 s0 --out merged > merged.log 2>&1
-rc=$?; expect 0 "profile tiny: cpu.math: MET \(7/7 required cases pass\)" merged.log
+rc=$?; expect 0 "profile tiny: cpu.math: MET \(([0-9]+)/\1 required cases pass\)" merged.log
 "$cli" verify-bundle merged > merged_verify.log 2>&1
-rc=$?; expect 0 "verdict MET, 8 records" merged_verify.log
+rc=$?; expect 0 "verdict MET, [0-9]+ records" merged_verify.log
 python3 "$here/strip_timing.py" met/results.jsonl > a.stripped
 python3 "$here/strip_timing.py" merged/results.jsonl > b.stripped
 cmp -s a.stripped b.stripped || fail "merged results differ from the unsharded run: $(diff a.stripped b.stripped | head)"

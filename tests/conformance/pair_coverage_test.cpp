@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 
 #include "kernels/registry.hpp"
 
@@ -104,6 +105,139 @@ TEST(PairCoverage, TheCoveringSetCoversEveryPossiblePairOnItsOwn) {
     if (p.d1 == 0 && p.v1 == 3) f64_impossible = true;
   }
   EXPECT_TRUE(f64_impossible);
+}
+
+TEST(PairCoverage, ARestrictedSetCoversEveryAllowedPairItDoesNotReportImpossible) {
+  // f16 only, no mask, window, dropout, softcap, packed rows or row gaps; no empty problem.
+  PairRestriction r;
+  r.values = {{"dtype", {"f16"}},      {"mask", {"none"}},   {"window", {"off"}},
+              {"dropout", {"off"}},    {"softcap", {"off"}}, {"varlen", {"none", "padded"}},
+              {"row_pitch", {"dense"}}};
+  r.admit = [](const Case& c) {
+    return c.problem.len_q > 0 && c.problem.len_kv > 0;  // no empty problem
+  };
+  r.lse = true;
+  const std::vector<const Backend*> backends = {&find_backend_or_throw("cpu.math"),
+                                                &find_backend_or_throw("cpu.flash")};
+  const Device device = with_isa_target(detect_cpu(), "scalar");
+  const CoveringSet set = generate_covering_set(backends, device, r);
+  ASSERT_FALSE(set.case_ids.empty());
+  ASSERT_EQ(set.impossible.size(), 2u);
+  for (std::size_t i = 0; i < backends.size(); ++i) {
+    const auto dims = pair_dimensions(*backends[i]);
+    auto allowed = [&](int d, int v) {
+      const auto it = r.values.find(dims[d].name);
+      return it == r.values.end() || it->second.count(dims[d].values[v]) > 0;
+    };
+    std::set<ValuePair> covered;
+    for (const auto& id : set.case_ids) {
+      const Case c = parse_case_id_or_throw(id);
+      EXPECT_TRUE(c.problem.want_lse) << id;
+      EXPECT_TRUE(r.admit(c)) << id;
+      const auto v = classify_job(c, *backends[i], IsaTarget::scalar, 1);
+      for (int d = 0; d < static_cast<int>(dims.size()); ++d) {
+        if (dims[d].generated) {
+          EXPECT_TRUE(allowed(d, v[d])) << id << " " << dims[d].name;
+        }
+      }
+      if (!backends[i]->supports(c.problem, device).ok()) continue;
+      for (int a = 0; a < static_cast<int>(dims.size()); ++a)
+        for (int b = a + 1; b < static_cast<int>(dims.size()); ++b)
+          covered.insert({a, v[a], b, v[b]});
+    }
+    const std::set<ValuePair> impossible(set.impossible[i].begin(), set.impossible[i].end());
+    std::size_t allowed_pairs = 0;
+    for (int a = 0; a < static_cast<int>(dims.size()); ++a) {
+      for (int b = a + 1; b < static_cast<int>(dims.size()); ++b) {
+        if (!dims[a].generated || !dims[b].generated) continue;
+        for (int x = 0; x < static_cast<int>(dims[a].values.size()); ++x) {
+          for (int y = 0; y < static_cast<int>(dims[b].values.size()); ++y) {
+            const ValuePair p{a, x, b, y};
+            if (!allowed(a, x) || !allowed(b, y)) {
+              EXPECT_FALSE(impossible.count(p)) << "not wanted: " << describe_pair(dims, p);
+              continue;
+            }
+            ++allowed_pairs;
+            EXPECT_TRUE(covered.count(p) || impossible.count(p))
+                << backends[i]->name() << ": " << describe_pair(dims, p);
+          }
+        }
+      }
+    }
+    EXPECT_GT(allowed_pairs, 100u);
+    // Per-batch lengths with causal bottom-right are possible, hence covered.
+    EXPECT_TRUE(std::any_of(covered.begin(), covered.end(), [&](const ValuePair& p) {
+      return describe_pair(dims, p) == "causal=br x varlen=padded";
+    })) << backends[i]->name();
+  }
+}
+
+TEST(PairCoverage, EveryValueAllowedIsTheUnrestrictedSet) {
+  // Naming every value of every dimension restricts nothing: the same cases, with the LSE.
+  const std::vector<const Backend*> backends = {&find_backend_or_throw("cpu.math"),
+                                                &find_backend_or_throw("cpu.mem_efficient")};
+  const Device device = with_isa_target(detect_cpu(), "scalar");
+  PairRestriction r;
+  for (const auto& dim : pair_dimensions(*backends[0])) {
+    if (dim.generated && dim.name != "query_rows" && dim.name != "keys")
+      r.values[dim.name] = {dim.values.begin(), dim.values.end()};
+  }
+  r.lse = true;
+  const CoveringSet all = generate_covering_set(backends, device);
+  const CoveringSet restricted = generate_covering_set(backends, device, r);
+  std::vector<std::string> without_lse;
+  for (std::string id : restricted.case_ids) {
+    const auto at = id.find(".lse.");
+    ASSERT_NE(at, std::string::npos) << id;
+    without_lse.push_back(id.erase(at, 4));
+  }
+  EXPECT_EQ(without_lse, all.case_ids);
+}
+
+TEST(PairCoverage, IsolatedPairsAreEachFeatureAloneAndEveryTwoTogether) {
+  // Two element types, two features (causal bottom-right, per-batch lengths): each feature
+  // alone on each type, the two together on the first type, nothing else.
+  PairRestriction r;
+  r.values = {{"dtype", {"f16", "bf16"}},
+              {"causal", {"none", "br"}},
+              {"window", {"off"}},
+              {"mask", {"none"}},
+              {"dropout", {"off"}},
+              {"softcap", {"off"}},
+              {"varlen", {"none", "padded"}},
+              {"heads", {"mha"}},
+              {"layout", {"bhsd"}},
+              {"row_pitch", {"dense"}}};
+  const Backend& math = find_backend_or_throw("cpu.math");
+  const Device device = with_isa_target(detect_cpu(), "scalar");
+  const auto ids = isolated_pair_cases(math, device, r);
+  std::multiset<std::string> shapes;
+  for (const auto& id : ids) {
+    const Problem p = parse_case_id_or_throw(id).problem;
+    // Beyond one row and one key block of cpu.math: more than one query row, S > L.
+    EXPECT_GT(p.len_q, 1) << id;
+    EXPECT_GT(p.len_kv, p.len_q) << id;
+    EXPECT_EQ(p.heads_q, p.heads_kv) << id;
+    std::string shape(dtype_name(p.dtype));
+    if (p.causal == Causal::bottom_right) shape += "+br";
+    if (!p.seqlens_q.empty()) shape += "+varlen";
+    shapes.insert(shape);
+  }
+  EXPECT_EQ(shapes, (std::multiset<std::string>{"f16+br", "f16+varlen", "bf16+br", "bf16+varlen",
+                                                "f16+br+varlen"}));
+  // A restriction that admits nothing leaves nothing.
+  r.admit = [](const Case&) { return false; };
+  EXPECT_TRUE(isolated_pair_cases(math, device, r).empty());
+}
+
+TEST(PairCoverage, ARestrictionNamesKnownDimensionsAndValues) {
+  const std::vector<const Backend*> math = {&find_backend_or_throw("cpu.math")};
+  const Device device = with_isa_target(detect_cpu(), "scalar");
+  PairRestriction r;
+  r.values = {{"colour", {"red"}}};
+  EXPECT_THROW(generate_covering_set(math, device, r), std::invalid_argument);
+  r.values = {{"dtype", {"f8"}}};
+  EXPECT_THROW(generate_covering_set(math, device, r), std::invalid_argument);
 }
 
 }  // namespace

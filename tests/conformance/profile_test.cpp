@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "conformance/tier.hpp"
 #include "core/case_id.hpp"
@@ -66,6 +68,90 @@ TEST(Profile, FrozenInferenceCasesAreAllRequired) {
   for (const auto& id : p.frozen) {
     EXPECT_TRUE(is_required(p, case_features(parse_case_id_or_throw(id).problem))) << id;
   }
+}
+
+// Whether per-batch lengths change what causal bottom-right lets some valid row attend: the
+// last key row i may attend, i + S_b - L_b, differs from i + S - L within [-1, S_b - 1].
+bool bottom_right_depends_on_per_batch_lengths(const Problem& p) {
+  if (p.causal != Causal::bottom_right) return false;
+  for (std::int64_t b = 0; b < p.batch; ++b) {
+    const std::int64_t lb = seqlen_q(p, b), sb = seqlen_kv(p, b);
+    for (std::int64_t i = 0; i < lb; ++i) {
+      auto last = [&](std::int64_t off) { return std::clamp<std::int64_t>(i + off, -1, sb - 1); };
+      if (last(sb - lb) != last(p.len_kv - p.len_q)) return true;
+    }
+  }
+  return false;
+}
+
+TEST(Profile, TheFixedPartHoldsThePairwiseCasesOfTheRequiredFeatures) {
+  for (const auto& name : builtin_profile_names()) {
+    const Profile p = load_profile(name);
+    ASSERT_FALSE(p.pairwise.empty()) << name;
+    const std::set<std::string> frozen(p.frozen.begin(), p.frozen.end());
+    EXPECT_EQ(frozen.size(), p.frozen.size()) << name << ": a case twice in the fixed part";
+    for (const auto& id : p.pairwise) {
+      EXPECT_TRUE(frozen.count(id)) << name << " " << id;
+      const Problem problem = parse_case_id_or_throw(id).problem;
+      EXPECT_TRUE(validate(problem).empty()) << name << " " << id;
+      EXPECT_TRUE(is_required(p, case_features(problem))) << name << " " << id;
+      // The LSE, when required, is asked for in every pairwise case.
+      EXPECT_EQ(problem.want_lse, p.require.count("lse") > 0) << name << " " << id;
+    }
+    // The fixed part is the same whatever the seed; only the sampled part follows it.
+    const auto a = profile_cases(p, 11), b = profile_cases(p, 12);
+    const std::size_t fixed = a.size() - static_cast<std::size_t>(p.sample_count);
+    ASSERT_EQ(a.size(), b.size()) << name;
+    EXPECT_TRUE(std::equal(a.begin(), a.begin() + std::ptrdiff_t(fixed), b.begin())) << name;
+    EXPECT_NE(a, b) << name;
+  }
+}
+
+TEST(Profile, PerBatchLengthsTimesBottomRightIsInTheFixedPart) {
+  // Every built-in profile requiring both has a fixed case where S_b - L_b != S - L changes
+  // the causal bottom-right mask of a valid row, and a pairwise case is one: inference-core's
+  // listed cases have none (the varlen one masks the same keys with either offset).
+  int profiles = 0;
+  for (const auto& name : builtin_profile_names()) {
+    const Profile p = load_profile(name);
+    if (!p.require.count("causal=br") || !p.require.count("varlen=padded")) continue;
+    ++profiles;
+    auto discriminates = [](const std::string& id) {
+      return bottom_right_depends_on_per_batch_lengths(parse_case_id_or_throw(id).problem);
+    };
+    EXPECT_TRUE(std::any_of(p.pairwise.begin(), p.pairwise.end(), discriminates)) << name;
+    if (name == "inference-core") {
+      std::vector<std::string> listed;
+      for (const auto& id : p.frozen)
+        if (std::find(p.pairwise.begin(), p.pairwise.end(), id) == p.pairwise.end())
+          listed.push_back(id);
+      EXPECT_FALSE(std::any_of(listed.begin(), listed.end(), discriminates))
+          << "a listed case now discriminates: the comment above is out of date";
+    }
+  }
+  EXPECT_GE(profiles, 1) << "no built-in profile requires both";
+}
+
+TEST(Profile, PairwiseCasesUseOnlyTheRequiredValues) {
+  // f32, causal bottom-right and the LSE: no other element type, mask, GQA, per-batch
+  // lengths, layout; no decode or empty case (the lengths that would make one are left out).
+  const Profile p = load_profile(write_profile("pairs_br",
+                                               "description: d\nrequire: dtype=f32 causal=br lse\n"
+                                               "sample: 1 seed=1\nb1.hq2.l9.s17.dqk8.f32.seed1\n"));
+  ASSERT_FALSE(p.pairwise.empty());
+  bool causal = false, plain = false;
+  for (const auto& id : p.pairwise) {
+    const Problem c = parse_case_id_or_throw(id).problem;
+    const auto features = case_features(c);
+    EXPECT_TRUE(is_required(p, features)) << id;
+    EXPECT_EQ(c.dtype, DType::f32) << id;
+    EXPECT_TRUE(c.want_lse) << id;
+    EXPECT_GT(c.len_q, 1) << id;
+    (c.causal == Causal::bottom_right ? causal : plain) = true;
+  }
+  EXPECT_TRUE(causal && plain) << "both values of the causal dimension";
+  EXPECT_EQ(p.frozen.front(), "b1.hq2.hkv2.l9.s17.dqk8.dv8.f32.seed1.gen=normal") << "listed first";
+  EXPECT_EQ(p.frozen.size(), p.pairwise.size() + 1);
 }
 
 TEST(Profile, ExtendsTakesTheParentsRequirementsAndCases) {
