@@ -96,24 +96,8 @@ static void store(int32_t dtype, void* base, int64_t index, double x) {
 }
 
 /* Element offset of (b, h, row, d) in a tensor of the padded layout. */
-static int64_t at(const sdpa_cts_layout* t, int64_t b, int64_t h, int64_t row, int64_t d) {
-  return b * t->stride[0] + h * t->stride[1] + row * t->stride[2] + d * t->stride[3];
-}
-
-/* Mask strides [B, Hq, L, S]: contiguous except broadcast dimensions (stride 0). */
-static void mask_strides(const sdpa_cts_problem* p, int64_t s[4]) {
-  const int64_t shape[4] = {p->batch, p->heads_q, p->len_q, p->len_kv};
-  const uint32_t flags[4] = {SDPA_CTS_BROADCAST_B, SDPA_CTS_BROADCAST_H, SDPA_CTS_BROADCAST_L,
-                             SDPA_CTS_BROADCAST_S};
-  int64_t acc = 1;
-  for (int k = 3; k >= 0; --k) {
-    if (p->mask_broadcast & flags[k]) {
-      s[k] = 0;
-    } else {
-      s[k] = acc;
-      acc *= shape[k] > 0 ? shape[k] : 1;
-    }
-  }
+static int64_t at(const int64_t* stride, int64_t b, int64_t h, int64_t row, int64_t d) {
+  return b * stride[0] + h * stride[1] + row * stride[2] + d * stride[3];
 }
 
 static int32_t planted_precision(void* state, int32_t dtype, sdpa_cts_precision* out) {
@@ -127,7 +111,7 @@ static int32_t planted_precision(void* state, int32_t dtype, sdpa_cts_precision*
   return 0;
 }
 
-static void planted_supports(void* state, const sdpa_cts_problem* p, const sdpa_cts_device* d,
+static void planted_supports(void* state, const sdpa_cts_params* p, const sdpa_cts_device* d,
                              sdpa_cts_decline_fn decline, void* context) {
   (void)state;
   (void)d;
@@ -142,23 +126,22 @@ static void planted_supports(void* state, const sdpa_cts_problem* p, const sdpa_
 }
 
 /* K or V rows [0, rows) of kv head hk of batch element b as doubles, row-major [rows, dim]. */
-static void gather(const sdpa_cts_problem* p, const void* base, const sdpa_cts_layout* t, int64_t b,
+static void gather(const sdpa_cts_params* p, const void* base, const int64_t* t, int64_t b,
                    int64_t hk, int64_t rows, int64_t dim, double* out) {
   for (int64_t j = 0; j < rows; ++j)
     for (int64_t e = 0; e < dim; ++e) out[j * dim + e] = load(p->dtype, base, at(t, b, hk, j, e));
 }
 
-static int32_t planted_run(void* state, const sdpa_cts_problem* p, const sdpa_cts_buffers* buf,
-                           const sdpa_cts_device* d, int32_t threads, char* error,
-                           size_t error_size) {
+static int32_t planted_run(void* state, const sdpa_cts_params* p, const sdpa_cts_device* d,
+                           int32_t threads, char* error, size_t error_size) {
+  const sdpa_cts_params* buf = p; /* the tensors are the params' pointers (ABI 2) */
   (void)d;
   (void)threads;
   const enum planted bug = *(const enum planted*)state;
   const int64_t L = p->len_q, S = p->len_kv, Dqk = p->head_dim_qk, Dv = p->head_dim_v;
   const int64_t group = p->heads_kv > 0 ? p->heads_q / p->heads_kv : 1;
   const size_t keys = (size_t)(S > 0 ? S : 1);
-  int64_t ms[4] = {0, 0, 0, 0};
-  if (p->mask != SDPA_CTS_MASK_NONE) mask_strides(p, ms);
+  const int64_t* ms = p->mask_stride;
   fill_tables();
   double* s = (double*)malloc(keys * sizeof(double));
   unsigned char* attends = (unsigned char*)malloc(keys);
@@ -175,25 +158,25 @@ static int32_t planted_run(void* state, const sdpa_cts_problem* p, const sdpa_ct
     return 1;
   }
   for (int64_t b = 0; b < p->batch; ++b) {
-    const int64_t lb = p->seqlens_q ? p->seqlens_q[b] : L;
-    const int64_t sb = p->seqlens_kv ? p->seqlens_kv[b] : S;
+    const int64_t lb = p->seqlens_q[b];
+    const int64_t sb = p->seqlens_kv[b];
     /* The bottom-right offset: S_b - L_b (docs/SEMANTICS.md step 5). The planted bug takes
      * the padded problem's S - L, which is the same only when L_b = L and S_b = S. */
     const int64_t br = bug == PLANTED_BR_PADDED ? S - L : sb - lb;
     for (int64_t h = 0; h < p->heads_q; ++h) {
       const int64_t hk = h / group;
       if (h % group == 0) { /* the keys that exist (j < S_b) of this kv head */
-        gather(p, buf->k, &p->k, b, hk, sb, Dqk, k);
-        gather(p, buf->v, &p->v, b, hk, sb, Dv, v);
+        gather(p, buf->k, p->k_stride, b, hk, sb, Dqk, k);
+        gather(p, buf->v, p->v_stride, b, hk, sb, Dv, v);
       }
       for (int64_t i = 0; i < L; ++i) {
         const int64_t row = (b * p->heads_q + h) * L + i;
         if (i >= lb) { /* padding rows: O = 0, LSE = -inf */
-          for (int64_t e = 0; e < Dv; ++e) store(p->dtype, buf->o, at(&p->o, b, h, i, e), 0.0);
+          for (int64_t e = 0; e < Dv; ++e) store(p->dtype, buf->o, at(p->o_stride, b, h, i, e), 0.0);
           if (buf->lse) buf->lse[row] = -INFINITY;
           continue;
         }
-        for (int64_t e = 0; e < Dqk; ++e) q[e] = load(p->dtype, buf->q, at(&p->q, b, h, i, e));
+        for (int64_t e = 0; e < Dqk; ++e) q[e] = load(p->dtype, buf->q, at(p->q_stride, b, h, i, e));
         double m = -INFINITY;
         int nan = 0;
         for (int64_t j = 0; j < sb; ++j) {
@@ -202,11 +185,11 @@ static int32_t planted_run(void* state, const sdpa_cts_problem* p, const sdpa_ct
           if (p->causal == SDPA_CTS_CAUSAL_BOTTOM_RIGHT) attended = j <= i + br;
           const int64_t mo = b * ms[0] + h * ms[1] + i * ms[2] + j * ms[3];
           double bias = 0;
-          if (p->mask == SDPA_CTS_MASK_ADDITIVE) {
+          if (p->mask_kind == SDPA_CTS_MASK_ADDITIVE) {
             bias = load(p->dtype, buf->mask, mo);
             attended = attended && bias != -INFINITY;
           }
-          if (p->mask == SDPA_CTS_MASK_BOOL) {
+          if (p->mask_kind == SDPA_CTS_MASK_BOOL) {
             attended = attended && ((const unsigned char*)buf->mask)[mo] != 0;
           }
           double x = -INFINITY;
@@ -237,7 +220,7 @@ static int32_t planted_run(void* state, const sdpa_cts_problem* p, const sdpa_ct
               if (attends[j]) o += s[j] * v[j * Dv + e];
             }
           }
-          store(p->dtype, buf->o, at(&p->o, b, h, i, e), o);
+          store(p->dtype, buf->o, at(p->o_stride, b, h, i, e), o);
         }
         if (buf->lse) buf->lse[row] = (float)(nan ? NAN : z != 0 ? m + log(z) : -INFINITY);
       }
