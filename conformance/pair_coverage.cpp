@@ -248,7 +248,9 @@ std::vector<std::vector<bool>> allowed_values(const std::vector<PairDimension>& 
                                               const PairRestriction& restriction) {
   std::vector<std::vector<bool>> allowed;
   for (const auto& dim : dims) allowed.emplace_back(dim.values.size(), true);
-  for (const auto& [name, values] : restriction.values) {
+  for (const auto& entry : restriction.values) {
+    const std::string& name = entry.first;  // not a structured binding: Clang 14 cannot capture one
+    const auto& values = entry.second;
     const auto d = std::find_if(dims.begin(), dims.end(),
                                 [&](const PairDimension& x) { return x.name == name; });
     if (d == dims.end()) {
