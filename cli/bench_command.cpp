@@ -156,9 +156,9 @@ int run(const Options& opt) {
 
 }  // namespace
 
-std::function<int()> add_bench_command(CLI::App& app) {
+Command add_bench_command(CLI::App& parent) {
   auto opt = std::make_shared<Options>();
-  auto* cmd = app.add_subcommand("bench", "Time a backend on a case (one JSON line)");
+  auto* cmd = parent.add_subcommand("bench", "Time a backend on a case (one JSON line)");
   cmd->add_option("--backend", opt->backend, "Backend name, e.g. cpu.mem_efficient")->required();
   cmd->add_option("--case", opt->case_id, "Case ID (docs/CASE_ID.md)")->required();
   cmd->add_option("--threads", opt->threads, "OpenMP threads (0 = default)")
@@ -177,7 +177,7 @@ std::function<int()> add_bench_command(CLI::App& app) {
          "figures marked emulated), with :key=value overrides")
       ->capture_default_str();
   add_plugin_option(cmd, &opt->plugins);
-  return [opt] { return run(*opt); };
+  return {cmd, [opt] { return run(*opt); }};
 }
 
 }  // namespace sdpa::cli

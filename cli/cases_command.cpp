@@ -1,7 +1,7 @@
 // `sdpa-cts cases export --tier T --out FILE.h5`: every selected case's inputs in the golden
 // schema, without outputs: the results-file route (docs/PLUGINS.md, "Results files"). A user
 // fills in `o` (and `lse`, `weights` where the case asks) from their framework and runs
-// `sdpa-cts judge --results FILE.h5`.
+// `sdpa-cts cases judge --results FILE.h5`.
 #include <iostream>
 #include <map>
 #include <memory>
@@ -140,28 +140,30 @@ int run(const Options& opt) {
 
 }  // namespace
 
-std::function<int()> add_cases_command(CLI::App& app) {
+Command add_cases_export_command(CLI::App& parent) {
   auto opt = std::make_shared<Options>();
-  auto* cases = app.add_subcommand("cases", "Cases as files (the results-file route)");
-  cases->require_subcommand(1);
-  auto* exp = cases->add_subcommand(
+  auto* cmd = parent.add_subcommand(
       "export",
       "Write the selected cases' inputs in the golden schema, to be filled in with "
-      "the outputs of another implementation and judged with `sdpa-cts judge`");
-  add_case_selection_options(exp, &opt->selection);
-  exp->add_option("--out", opt->out, "The HDF5 file to write")->required();
-  exp->add_option("--digits", opt->digits,
+      "the outputs of another implementation and judged with `sdpa-cts cases judge`");
+  add_case_selection_options(cmd, &opt->selection);
+  cmd->add_option("--out", opt->out, "The HDF5 file to write")->required();
+  cmd->add_option("--digits", opt->digits,
                   "precision_digits of the file (of the outputs you will fill in; default 7)")
       ->check(CLI::Range(1, 50));
-  auto* fill_cmd = cases->add_subcommand(
+  return {cmd, [opt] { return run(*opt); }};
+}
+
+Command add_cases_fill_command(CLI::App& parent) {
+  auto opt = std::make_shared<Options>();
+  auto* cmd = parent.add_subcommand(
       "fill",
       "Fill a results file with the outputs of a backend this build can run (to check "
       "the route; your framework fills it the same way)");
-  fill_cmd->add_option("--results", opt->results, "The results file to fill")->required();
-  fill_cmd->add_option("--backend", opt->backend, "The backend whose outputs to record")
-      ->required();
-  add_plugin_option(fill_cmd, &opt->plugins);
-  return [opt, exp] { return exp->parsed() ? run(*opt) : fill(*opt); };
+  cmd->add_option("--results", opt->results, "The results file to fill")->required();
+  cmd->add_option("--backend", opt->backend, "The backend whose outputs to record")->required();
+  add_plugin_option(cmd, &opt->plugins);
+  return {cmd, [opt] { return fill(*opt); }};
 }
 
 }  // namespace sdpa::cli

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "cli/bundle_verify_hint.hpp"
 #include "cli/commands.hpp"
 #include "cli/conformance_run.hpp"
 #include "conformance/backend_json.hpp"
@@ -56,13 +57,6 @@ ojson device_json(const Device& d) {
     j["driver"] = "unknown";  // not detected in this build (no CUDA runtime)
   }
   return j;
-}
-
-// `s` quoted for a POSIX shell.
-std::string shell_word(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
 }
 
 // The command line that reproduces this certification.
@@ -179,19 +173,17 @@ int certify(Options opt) {
   if (verdict.reasons.size() > shown) {
     std::cout << "  ... and " << verdict.reasons.size() - shown << " more (manifest.json)\n";
   }
-  // verify-bundle needs the plugin file of a plugin backend to compare its digest and to
-  // re-run cases (--rerun N), so the hint names it.
-  std::string check = "sdpa-cts verify-bundle " + shell_word(opt.out);
-  if (from) check += " --plugin " + shell_word(from->path);
-  std::cout << "bundle: " << opt.out << " (check it with: " << check << ")\n";
+  std::cout << "bundle: " << opt.out
+            << " (check it with: " << bundle_verify_command(opt.out, from ? from->path : "")
+            << ")\n";
   return verdict.reasons.empty() && (verdict.met || partial) ? 0 : 1;
 }
 
 }  // namespace
 
-std::function<int()> add_certify_command(CLI::App& app) {
+Command add_certify_command(CLI::App& parent) {
   auto opt = std::make_shared<Options>();
-  auto* cmd = app.add_subcommand(
+  auto* cmd = parent.add_subcommand(
       "certify", "Run a certification profile on one backend and write a verifiable bundle");
   cmd->add_option("--backend", opt->backend, "The backend to certify (built in or from --plugin)")
       ->required();
@@ -206,7 +198,7 @@ std::function<int()> add_certify_command(CLI::App& app) {
                   "Seed of the profile's sampled cases (default: the profile's)")
       ->each([opt](const std::string&) { opt->seed_given = true; });
   add_run_request_options(cmd, &opt->request, &opt->shard, &opt->expect_file);
-  return [opt] { return certify(*opt); };
+  return {cmd, [opt] { return certify(*opt); }};
 }
 
 }  // namespace sdpa::cli

@@ -408,9 +408,9 @@ int run(const Options& o) {
 
 }  // namespace
 
-std::function<int()> add_explain_command(CLI::App& app) {
+Command add_explain_command(CLI::App& parent) {
   auto opt = std::make_shared<Options>();
-  auto* cmd = app.add_subcommand(
+  auto* cmd = parent.add_subcommand(
       "explain",
       "Show which backend the dispatcher picks for a case or an MHA call, and why not the others");
   cmd->add_option("--case", opt->case_id, "Case ID (docs/CASE_ID.md)");
@@ -436,7 +436,7 @@ std::function<int()> add_explain_command(CLI::App& app) {
                 "Only backends that declare a deterministic forward pass");
   cmd->add_flag("--json", opt->json, "Print one JSON object");
   add_plugin_option(cmd, &opt->plugins);
-  return [opt] { return run(*opt); };
+  return {cmd, [opt] { return run(*opt); }};
 }
 
 }  // namespace sdpa::cli

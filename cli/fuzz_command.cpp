@@ -184,9 +184,9 @@ int run(const Options& o) {
 
 }  // namespace
 
-std::function<int()> add_fuzz_command(CLI::App& app) {
+Command add_fuzz_command(CLI::App& parent) {
   auto opt = std::make_shared<Options>();
-  auto* cmd = app.add_subcommand(
+  auto* cmd = parent.add_subcommand(
       "fuzz", "Search for failing cases of a backend, shrink each, print repro lines");
   add_search_options(cmd, &opt->search);
   cmd->add_option("--seconds", opt->seconds, "How long to search")
@@ -203,7 +203,7 @@ std::function<int()> add_fuzz_command(CLI::App& app) {
   cmd->add_option("--max-findings", opt->max_findings, "Stop after this many distinct findings")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  return [opt] { return run(*opt); };
+  return {cmd, [opt] { return run(*opt); }};
 }
 
 }  // namespace sdpa::cli

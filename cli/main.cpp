@@ -3,27 +3,82 @@
 // Exit codes: 0 success, 1 a case failed or the run found a problem, 2 bad usage or
 // invalid input (the message names the field).
 #include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/old_spellings.hpp"
+
+namespace {
+
+using namespace sdpa::cli;
+
+// The groups: commands that work on one kind of thing share its name.
+struct Group {
+  const char* name;
+  const char* description;
+};
+constexpr Group kGroups[] = {
+    {"golden", "Golden files (golden/SCHEMA.md)"},
+    {"cases", "Cases as files: the results-file route (docs/PLUGINS.md)"},
+    {"bundle", "Certification bundles (docs/CERTIFICATION.md)"},
+    {"report", "Report directories (docs/REPORTS.md)"},
+};
+
+// The one table of commands, in the order `--help` lists them.
+struct Entry {
+  const char* group;  // nullptr: a top-level command
+  AddCommand add;
+};
+constexpr Entry kCommands[] = {
+    {nullptr, add_run_command},
+    {nullptr, add_reference_command},
+    {nullptr, add_explain_command},
+    {nullptr, add_bench_command},
+    {"golden", add_golden_verify_command},
+    {"cases", add_cases_export_command},
+    {"cases", add_cases_fill_command},
+    {"cases", add_cases_judge_command},
+    {nullptr, add_certify_command},
+    {"bundle", add_bundle_verify_command},
+    {"bundle", add_bundle_merge_command},
+    {"report", add_report_merge_command},
+    {nullptr, add_fuzz_command},
+    {nullptr, add_shrink_command},
+    {nullptr, add_pairs_command},
+};
+
+CLI::App& parent_of(CLI::App& app, const char* group) {
+  if (!group) return app;
+  for (CLI::App* g : app.get_subcommands([](const CLI::App*) { return true; })) {
+    if (g->get_name() == group) return *g;
+  }
+  for (const Group& g : kGroups) {
+    if (std::string(g.name) == group) {
+      CLI::App* added = app.add_subcommand(g.name, g.description);
+      added->require_subcommand(1);
+      return *added;
+    }
+  }
+  throw std::logic_error(std::string("command table: no group '") + group + "'");
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  if (const std::optional<std::string> renamed = new_spelling(args)) {
+    std::cerr << "sdpa-cts: this command is now spelled:\n  " << *renamed
+              << "\n(nothing was run)\n";
+    return 2;
+  }
   CLI::App app{
       "sdpa-cts: reference, kernels and conformance tests for scaled dot-product attention"};
   app.set_version_flag("--version", std::string("sdpa-cts ") + SDPA_CTS_VERSION);
   app.require_subcommand(1);
-  auto run_run = sdpa::cli::add_run_command(app);
-  auto run_reference = sdpa::cli::add_reference_command(app);
-  auto run_explain = sdpa::cli::add_explain_command(app);
-  auto run_golden = sdpa::cli::add_golden_command(app);
-  auto run_bench = sdpa::cli::add_bench_command(app);
-  auto run_cases = sdpa::cli::add_cases_command(app);
-  auto run_judge = sdpa::cli::add_judge_command(app);
-  auto run_certify = sdpa::cli::add_certify_command(app);
-  auto run_verify_bundle = sdpa::cli::add_verify_bundle_command(app);
-  auto run_fuzz = sdpa::cli::add_fuzz_command(app);
-  auto run_shrink = sdpa::cli::add_shrink_command(app);
-  auto run_report = sdpa::cli::add_report_command(app);
-  auto run_pairs = sdpa::cli::add_pairs_command(app);
+  std::vector<Command> commands;
+  for (const Entry& e : kCommands) commands.push_back(e.add(parent_of(app, e.group)));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -31,19 +86,9 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   try {
-    if (app.got_subcommand("run")) return run_run();
-    if (app.got_subcommand("reference")) return run_reference();
-    if (app.got_subcommand("bench")) return run_bench();
-    if (app.got_subcommand("explain")) return run_explain();
-    if (app.got_subcommand("golden")) return run_golden();
-    if (app.got_subcommand("cases")) return run_cases();
-    if (app.got_subcommand("judge")) return run_judge();
-    if (app.got_subcommand("certify")) return run_certify();
-    if (app.got_subcommand("verify-bundle")) return run_verify_bundle();
-    if (app.got_subcommand("fuzz")) return run_fuzz();
-    if (app.got_subcommand("shrink")) return run_shrink();
-    if (app.got_subcommand("report")) return run_report();
-    if (app.got_subcommand("pairs")) return run_pairs();
+    for (const Command& c : commands) {
+      if (c.app->parsed()) return c.run();
+    }
   } catch (const std::exception& e) {
     std::cerr << "sdpa-cts: error: " << e.what() << "\n";
     return 2;

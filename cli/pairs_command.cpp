@@ -139,9 +139,9 @@ int run(const Options& o) {
 
 }  // namespace
 
-std::function<int()> add_pairs_command(CLI::App& app) {
+Command add_pairs_command(CLI::App& parent) {
   auto opt = std::make_shared<Options>();
-  auto* cmd = app.add_subcommand(
+  auto* cmd = parent.add_subcommand(
       "pairs", "Pairwise coverage of tier runs over the case dimensions that select kernel code");
   cmd->add_option("--run", opt->runs,
                   "A tier run, TIER[:THREADS] (repeatable; default: the CI gate, ci:2 pairs:1)");
@@ -154,7 +154,7 @@ std::function<int()> add_pairs_command(CLI::App& app) {
                   "Pairs no runnable case can have, to list per backend")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  return [opt] { return run(*opt); };
+  return {cmd, [opt] { return run(*opt); }};
 }
 
 }  // namespace sdpa::cli

@@ -138,10 +138,10 @@ int run(const Options& opt) {
 
 }  // namespace
 
-std::function<int()> add_reference_command(CLI::App& app) {
+Command add_reference_command(CLI::App& parent) {
   auto opt = std::make_shared<Options>();
   auto* cmd =
-      app.add_subcommand("reference", "Run the reference on a case and summarise the result");
+      parent.add_subcommand("reference", "Run the reference on a case and summarise the result");
   cmd->add_option("--case", opt->case_id, "Case ID (docs/CASE_ID.md)")->capture_default_str();
   cmd->add_flag("--json", opt->json, "Print one JSON object");
   cmd->add_option("--precision", opt->precision, "f64 or binary128")->capture_default_str();
@@ -149,7 +149,7 @@ std::function<int()> add_reference_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--repeat", opt->repeat, "Runs to time (best and median are printed)")
       ->check(CLI::PositiveNumber);
-  return [opt] { return run(*opt); };
+  return {cmd, [opt] { return run(*opt); }};
 }
 
 }  // namespace sdpa::cli

@@ -47,10 +47,10 @@ int run(Options opt) {
 
 }  // namespace
 
-std::function<int()> add_run_command(CLI::App& app) {
+Command add_run_command(CLI::App& parent) {
   auto opt = std::make_shared<Options>();
   auto* cmd =
-      app.add_subcommand("run", "Run conformance cases on backends, judge them, write reports");
+      parent.add_subcommand("run", "Run conformance cases on backends, judge them, write reports");
   add_case_selection_options(cmd, &opt->selection);
   cmd->add_option("--backend", opt->request.backends,
                   "Backend to test (repeatable); default: all for the device");
@@ -59,7 +59,7 @@ std::function<int()> add_run_command(CLI::App& app) {
   cmd->add_flag("--no-report", opt->no_report, "Do not write reports");
   cmd->add_flag("--plugin-backends", opt->request.plugin_backends,
                 "Judge only the backends of the --plugin files (of the device's kind)");
-  return [opt] { return run(*opt); };
+  return {cmd, [opt] { return run(*opt); }};
 }
 
 }  // namespace sdpa::cli

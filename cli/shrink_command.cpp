@@ -54,13 +54,13 @@ int run(const Options& o) {
 
 }  // namespace
 
-std::function<int()> add_shrink_command(CLI::App& app) {
+Command add_shrink_command(CLI::App& parent) {
   auto opt = std::make_shared<Options>();
-  auto* cmd = app.add_subcommand(
+  auto* cmd = parent.add_subcommand(
       "shrink", "Reduce a failing case to the smallest case ID that still fails the same way");
   cmd->add_option("--case", opt->case_id, "The failing case ID")->required();
   add_search_options(cmd, &opt->search);
-  return [opt] { return run(*opt); };
+  return {cmd, [opt] { return run(*opt); }};
 }
 
 }  // namespace sdpa::cli

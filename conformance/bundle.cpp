@@ -348,7 +348,7 @@ BundleContents merge_bundles(const std::vector<std::string>& dirs) {
     BundleCheck c = check_bundle(d);
     if (!c.problems.empty()) {
       throw std::invalid_argument("bundle '" + d + "' is not intact: " + c.problems.front() +
-                                  " (sdpa-cts verify-bundle " + d + ")");
+                                  " (sdpa-cts bundle verify " + d + ")");
     }
     if (!checks.empty() && comparable(c.manifest) != comparable(checks.front().manifest)) {
       const json a = comparable(checks.front().manifest), b = comparable(c.manifest);

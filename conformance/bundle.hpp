@@ -1,5 +1,5 @@
 // Certification bundles (docs/CERTIFICATION.md): the directory `sdpa-cts certify` writes and
-// `sdpa-cts verify-bundle` checks. Files:
+// `sdpa-cts bundle verify` checks. Files:
 //   manifest.json     suite, profile, device, backend, run and verdict (schema in the docs)
 //   cases.txt         the profile's case list, one "<case ID>\t<golden file or ->" per line
 //   profile.txt       the profile file's exact text

@@ -1,7 +1,7 @@
 // The results-file route (docs/PLUGINS.md, "Results files"): for an implementation that
 // cannot be loaded as a library (Python, JAX, a remote accelerator), `sdpa-cts cases export`
 // writes every case's inputs in the golden schema, the user fills in `o` (and `lse`,
-// `weights`) from their framework, and `sdpa-cts judge --results` judges those outputs with
+// `weights`) from their framework, and `sdpa-cts cases judge --results` judges those outputs with
 // the one judge. A results file's outputs are a backend's outputs, not expected values: the
 // expected values come from the reference, the bound from the declared precision contract.
 #pragma once

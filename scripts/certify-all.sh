@@ -6,7 +6,7 @@
 #                          [--plugin FILE]... [--device D]
 #
 # For each backend and profile: `sdpa-cts certify --backend B --profile P --out DIR/B/P`,
-# then `sdpa-cts verify-bundle DIR/B/P`. Writes DIR/verdicts.md: one row per backend and
+# then `sdpa-cts bundle verify DIR/B/P`. Writes DIR/verdicts.md: one row per backend and
 # profile with the verdict, required cases passed, records outside the profile's features,
 # the run time and the first reasons of an unmet profile. Default: the built-in CPU backends
 # against every built-in profile. Exit code: 0 when every bundle verified (whatever the
@@ -47,7 +47,7 @@ for b in $backends; do
     echo "== certify $b $p" >&2
     "$cts" certify --backend "$b" --profile "$p" --device "$device" --jobs "$jobs" \
       "${plugins[@]}" --out "$dir" >"$out/$b.$p.log" 2>&1 || true
-    if ! "$cts" verify-bundle "$dir" >"$out/$b.$p.verify.log" 2>&1; then
+    if ! "$cts" bundle verify "$dir" >"$out/$b.$p.verify.log" 2>&1; then
       echo "certify-all.sh: bundle $dir did not verify (see $out/$b.$p.verify.log)" >&2
       status=1
     fi

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Fills an sdpa-cts results file with the outputs of ONNX Runtime's `Attention` operator
-(ai.onnx domain), so that `sdpa-cts judge --results` judges ONNX Runtime against
+(ai.onnx domain), so that `sdpa-cts cases judge --results` judges ONNX Runtime against
 docs/SEMANTICS.md (docs/PLUGINS.md, "Results files"):
 
     python3 -m venv /tmp/ortvenv
@@ -8,7 +8,7 @@ docs/SEMANTICS.md (docs/PLUGINS.md, "Results files"):
     build/release/cli/sdpa-cts cases export --tier smoke --filter '\.f32\.' --out /tmp/ort/smoke.f32.h5
     /tmp/ortvenv/bin/python golden/examples/fill_from_onnxruntime.py /tmp/ort/smoke.f32.h5 \
         --o-only /tmp/ort/smoke.f32.o_only.h5
-    build/release/cli/sdpa-cts judge --results /tmp/ort/smoke.f32.h5 --contract acc=f32,p=f32 \
+    build/release/cli/sdpa-cts cases judge --results /tmp/ort/smoke.f32.h5 --contract acc=f32,p=f32 \
         --name onnxruntime.attention --report /tmp/ort/report
 
 One file per element type, because one judge run has one contract: f32 is acc=f32,p=f32;

@@ -47,7 +47,7 @@ onnx/reference/ops/op_attention.py):
 - lse: the schema requires it and ONNX does not output it, so it is COMPUTED HERE in float64
   from the stored inputs with docs/SEMANTICS.md's function (not captured from ONNX). The
   IDs do not ask for it (no `lse`), so a backend is never asked to produce it; only
-  `golden verify` without --backend compares it with the reference.
+  `golden verify` (the reference) compares it.
 
 Every ONNX test is listed at the end with what became of it. A sanity check recomputes O in
 float64 and prints the largest deviation of ONNX's Y from it (relative to sum_j P_j |V_j|).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Certification end to end (docs/CERTIFICATION.md): certify writes a bundle that
-# verify-bundle accepts and that fails it after any edit; the verdict follows the profile
+# bundle verify accepts and that fails it after any edit; the verdict follows the profile
 # rule (a backend that declines a required feature, the wrong plugin, a required case only
 # expected to fail); a sharded certification merges into the unsharded one.
 # Usage: certify.sh SDPA_CTS MINIMAL_PLUGIN FAULTY_PLUGIN WORK_DIR
@@ -28,9 +28,9 @@ for f in manifest.json cases.txt profile.txt SHA256SUMS results.jsonl summary.js
   [ -f "met/$f" ] || fail "the bundle has no $f"
 done
 (cd met && sha256sum --quiet -c SHA256SUMS) || fail "sha256sum -c does not accept SHA256SUMS"
-"$cli" verify-bundle met --rerun 3 > verify.log 2>&1
+"$cli" bundle verify met --rerun 3 > verify.log 2>&1
 rc=$?; expect 0 "verdict MET, [0-9]+ records, 3/3 re-run verdicts agree" verify.log
-grep -q "verify-bundle: intact" verify.log || fail "$(cat verify.log)"
+grep -q "bundle verify: intact" verify.log || fail "$(cat verify.log)"
 
 # The fixed part: the 4 listed cases and the profile's pairwise cases (generated from its
 # required features), the same for any seed; then the 4 sampled cases.
@@ -50,7 +50,7 @@ cmp -s met/cases.txt seed10/cases.txt && fail "--seed 10 drew the same sampled c
 # 2. Any edit fails verification, naming the problem.
 edit_case() {  # NAME COMMAND REGEX
   rm -rf "e_$1" && cp -r met "e_$1" && (cd "e_$1" && eval "$2")
-  "$cli" verify-bundle "e_$1" > "e_$1.log" 2>&1
+  "$cli" bundle verify "e_$1" > "e_$1.log" 2>&1
   rc=$?; expect 1 "$3" "e_$1.log"
 }
 edit_case line "sed -i '2s/\"PASS\"/\"FAIL\"/' results.jsonl" "PROBLEM: edited file results.jsonl"
@@ -76,11 +76,11 @@ grep -q '"fused_mha": false' plugin/manifest.json || fail "no plugin traits in t
 if grep -q '"isa_targets"' plugin/manifest.json; then
   fail "the manifest of a plugin backend lists isa_targets, which the plugin ABI cannot declare"
 fi
-"$cli" verify-bundle plugin --plugin "$faulty" > wrong.log 2>&1
+"$cli" bundle verify plugin --plugin "$faulty" > wrong.log 2>&1
 rc=$?; expect 1 "PROBLEM: a different plugin binary" wrong.log
-"$cli" verify-bundle plugin --plugin "$minimal" --rerun 2 > right.log 2>&1
+"$cli" bundle verify plugin --plugin "$minimal" --rerun 2 > right.log 2>&1
 rc=$?; expect 0 "2/2 re-run verdicts agree" right.log
-"$cli" verify-bundle plugin --rerun 2 > noplugin.log 2>&1
+"$cli" bundle verify plugin --rerun 2 > noplugin.log 2>&1
 rc=$?; expect 2 "needs its --plugin file" noplugin.log
 # A plugin backend with a bug does not meet the profile.
 "$cli" certify --plugin "$faulty" --backend faulty.bottom_right_as_top_left --profile "$data/tiny.profile" --out buggy > buggy.log 2>&1
@@ -90,7 +90,7 @@ rc=$?; expect 1 "NOT MET.*FAIL b2.hq4.hkv4.l33.s47" buggy.log
   --expect "$data/tiny_expect.txt" --out xfail > xfail.log 2>&1
 rc=$?; expect 1 "NOT MET.*XFAIL b2.hq4.hkv4.l33.s47[^:]*: only expected to fail" xfail.log
 [ -f xfail/expectations.txt ] || fail "the bundle has no copy of the expectations"
-"$cli" verify-bundle xfail > xfail_verify.log 2>&1
+"$cli" bundle verify xfail > xfail_verify.log 2>&1
 rc=$?; expect 0 "verdict NOT MET" xfail_verify.log
 
 # 5. Sharded: two shard bundles merge into the unsharded certification.
@@ -98,13 +98,21 @@ for k in 0 1; do
   "$cli" certify --backend cpu.math --profile "$data/tiny.profile" --shard $k/2 --out "s$k" > "s$k.log" 2>&1
   rc=$?; expect 0 "no required case failed in shard $k/2" "s$k.log"
 done
-"$cli" report merge s1 s0 --out merged > merged.log 2>&1
+"$cli" bundle merge s1 s0 --out merged > merged.log 2>&1
 rc=$?; expect 0 "profile tiny: cpu.math: MET \(([0-9]+)/\1 required cases pass\)" merged.log
-"$cli" verify-bundle merged > merged_verify.log 2>&1
+"$cli" bundle verify merged > merged_verify.log 2>&1
 rc=$?; expect 0 "verdict MET, [0-9]+ records" merged_verify.log
 python3 "$here/strip_timing.py" met/results.jsonl > a.stripped
 python3 "$here/strip_timing.py" merged/results.jsonl > b.stripped
 cmp -s a.stripped b.stripped || fail "merged results differ from the unsharded run: $(diff a.stripped b.stripped | head)"
-"$cli" report merge s0 met --out mixed > mixed.log 2>&1
+"$cli" bundle merge s0 met --out mixed > mixed.log 2>&1
 rc=$?; expect 2 "not shards of one certification|shard" mixed.log
+# Reports only: bundles given to `report merge` are refused with the command that merges them.
+"$cli" report merge s1 s0 --out as_reports > as_reports.log 2>&1
+rc=$?; expect 2 "is a certification bundle .*: sdpa-cts bundle merge 's1' 's0' --out 'as_reports'" as_reports.log
+[ ! -e as_reports ] || fail "report merge of bundles wrote as_reports"
+# And reports given to `bundle merge`.
+"$cli" run --backend cpu.math --case b1.hq1.l4.s4.dqk8.f32 --report plain > plain.log 2>&1
+"$cli" bundle merge plain --out as_bundle > as_bundle.log 2>&1
+rc=$?; expect 2 "'plain' is not a certification bundle .*sdpa-cts report merge" as_bundle.log
 echo "certify: all checks passed"

@@ -9,23 +9,23 @@ rm -rf "$dir"
 mkdir -p "$dir"
 cd "$dir"
 "$cts" cases export --tier smoke --out results.h5
-"$cts" judge --results results.h5 --no-report --case b1.hq2.hkv2.l1.s1.dqk16.dv16.f32.seed1.gen=normal 2>&1 |
+"$cts" cases judge --results results.h5 --no-report --case b1.hq2.hkv2.l1.s1.dqk16.dv16.f32.seed1.gen=normal 2>&1 |
   tee unfilled.txt
 grep -q "passed: 0 failed: 0 not_supported: 1 " unfilled.txt
 cp results.h5 good.h5
 "$cts" cases fill --results good.h5 --backend cpu.math
-"$cts" judge --results good.h5 --contract acc=f32,p=f32 --report good-report | tee good.txt
+"$cts" cases judge --results good.h5 --contract acc=f32,p=f32 --report good-report | tee good.txt
 grep -Eq "passed: [1-9][0-9]* failed: 0 .* crash: 0 timeout: 0" good.txt
 grep -q '"backend":"results"' good-report/results.jsonl
 cp results.h5 wrong.h5
 "$cts" cases fill --results wrong.h5 --backend faulty.bottom_right_as_top_left --plugin "$3"
-if "$cts" judge --results wrong.h5 --no-report > wrong.txt 2>&1; then
+if "$cts" cases judge --results wrong.h5 --no-report > wrong.txt 2>&1; then
   echo "a wrong backend's outputs were judged correct"; exit 1
 fi
 grep -Eq "FAIL results .*causal=br.*error/tolerance" wrong.txt
-grep -q "repro: sdpa-cts judge --results 'wrong.h5'" wrong.txt
+grep -q "repro: sdpa-cts cases judge --results 'wrong.h5'" wrong.txt
 # An implementation without LSE: with --no-lse its O is judged on the cases that ask for LSE.
-"$cts" judge --results good.h5 --no-lse --no-report --case b2.hq4.hkv2.l33.s47.dqk64.dv32.f32.causal=br.lse.seed2.gen=normal |
+"$cts" cases judge --results good.h5 --no-lse --no-report --case b2.hq4.hkv2.l33.s47.dqk64.dv32.f32.causal=br.lse.seed2.gen=normal |
   tee nolse.txt
 grep -q "passed: 1 failed: 0" nolse.txt
 # A tier naming a case twice (ci includes smoke's golden set, which ci.h5 repeats) is

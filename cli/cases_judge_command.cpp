@@ -1,4 +1,4 @@
-// `sdpa-cts judge --results FILE.h5 [--contract SPEC]`: judges the outputs a user recorded in
+// `sdpa-cts cases judge --results FILE.h5 [--contract SPEC]`: judges the outputs a user recorded in
 // a results file (made by `sdpa-cts cases export`, filled in from their framework) with the
 // one judge, against the reference, with the bound of the declared precision contract; the
 // same summary line, reports and exit codes as `sdpa-cts run`. docs/PLUGINS.md.
@@ -13,6 +13,7 @@
 #include "conformance/judge.hpp"
 #include "conformance/run_record.hpp"
 #include "conformance/tolerance.hpp"
+#include "core/shell_quote.hpp"
 #include "golden/golden_file.hpp"
 #include "golden/results_backend.hpp"
 #include "reports/reports.hpp"
@@ -31,12 +32,6 @@ struct Options {
   bool no_report = false;
   bool no_lse = false;  // judge O (and weights) only, even where a case asks for LSE
 };
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
 
 int run(const Options& opt) {
   const PrecisionContract contract = golden::parse_contract(opt.contract);
@@ -65,9 +60,9 @@ int run(const Options& opt) {
     r.case_id = id;
     r.backend = opt.name;
     r.device = summary.device;
-    r.repro = "sdpa-cts judge --results " + quote(opt.results) + " --contract " +
-              quote(golden::format_contract(contract)) + (opt.no_lse ? " --no-lse" : "") +
-              " --case " + quote(id);
+    r.repro = "sdpa-cts cases judge --results " + shell_quote(opt.results) + " --contract " +
+              shell_quote(golden::format_contract(contract)) + (opt.no_lse ? " --no-lse" : "") +
+              " --case " + shell_quote(id);
     const auto c0 = std::chrono::steady_clock::now();
     try {
       golden::GoldenCase g = file.load(id, golden::GoldenFile::Outputs::optional);
@@ -99,9 +94,9 @@ int run(const Options& opt) {
 
 }  // namespace
 
-std::function<int()> add_judge_command(CLI::App& app) {
+Command add_cases_judge_command(CLI::App& parent) {
   auto opt = std::make_shared<Options>();
-  auto* cmd = app.add_subcommand(
+  auto* cmd = parent.add_subcommand(
       "judge", "Judge the outputs recorded in a results file (from `sdpa-cts cases export`)");
   cmd->add_option("--results", opt->results, "The filled-in results file")->required();
   cmd->add_option("--contract", opt->contract,
@@ -115,7 +110,7 @@ std::function<int()> add_judge_command(CLI::App& app) {
   cmd->add_flag("--no-lse", opt->no_lse,
                 "Judge O (and weights) only, for an implementation without an LSE output: "
                 "cases that ask for LSE are judged without it");
-  return [opt] { return run(*opt); };
+  return {cmd, [opt] { return run(*opt); }};
 }
 
 }  // namespace sdpa::cli

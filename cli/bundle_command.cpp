@@ -1,14 +1,21 @@
-// `sdpa-cts verify-bundle DIR [--rerun N] [--plugin P]`: checks a certification bundle's
-// digests and internal consistency (conformance/bundle.hpp), says which versions differ from
-// this build, and re-runs N of its cases on the backend to confirm the recorded verdicts.
-// Exit code 0: intact (and the re-runs agree); 1: a problem, each named; 2: bad usage.
+// Certification bundles (conformance/bundle.hpp, docs/CERTIFICATION.md), beside `certify`:
+// - `sdpa-cts bundle verify DIR [--rerun N] [--plugin P]` checks a bundle's digests and internal
+//   consistency, says which versions differ from this build, and re-runs N of its cases on the
+//   backend to confirm the recorded verdicts. Exit 0: intact (and the re-runs agree); 1: a
+//   problem, each named; 2: bad usage.
+// - `sdpa-cts bundle merge DIR... --out DIR` puts the bundles of a sharded certification
+//   (`certify --shard K/N`) into one bundle with the profile's verdict. Exit 0: the profile is
+//   met; 1: not met; 2: the directories are not the shards of one certification.
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <set>
 
+#include "cli/bundle_verify_hint.hpp"
 #include "cli/commands.hpp"
 #include "cli/conformance_run.hpp"
+#include "cli/distinct_dirs.hpp"
 #include "conformance/bundle.hpp"
 #include "conformance/case_sampler.hpp"
 #include "conformance/sha256.hpp"
@@ -118,17 +125,52 @@ int verify(const Options& opt) {
     std::cout << "\n";
   }
   std::cout << (check.problems.empty()
-                    ? "verify-bundle: intact\n"
-                    : "verify-bundle: " + std::to_string(check.problems.size()) + " problem(s)\n");
+                    ? "bundle verify: intact\n"
+                    : "bundle verify: " + std::to_string(check.problems.size()) + " problem(s)\n");
   return check.problems.empty() ? 0 : 1;
+}
+
+struct MergeOptions {
+  std::vector<std::string> dirs;  // the shards' bundles
+  std::string out;                // where the whole certification's bundle goes
+};
+
+int merge(const MergeOptions& opt) {
+  check_distinct_dirs("bundle merge", opt.dirs, opt.out);
+  for (const auto& d : opt.dirs) {
+    if (!std::filesystem::exists(std::filesystem::path(d) / kManifestFile)) {
+      throw std::invalid_argument("bundle merge: '" + d + "' is not a certification bundle (no " +
+                                  kManifestFile +
+                                  "); merge the reports of a sharded run with `sdpa-cts report "
+                                  "merge`");
+    }
+  }
+  const BundleContents merged = merge_bundles(opt.dirs);
+  write_bundle(opt.out, merged);
+  const auto& v = merged.manifest.at("verdict");
+  std::cout << summary_line(count_statuses(merged.run)) << " (" << merged.run.records.size()
+            << " results from " << opt.dirs.size() << " shards)\n"
+            << "profile " << merged.manifest.at("profile").value("name", "?") << ": "
+            << merged.manifest.at("backend").value("name", "?") << ": "
+            << (v.value("met", false) ? "MET" : "NOT MET") << " (" << v.value("required_passed", 0)
+            << "/" << v.value("required", 0) << " required cases pass)\n";
+  for (const auto& r : v.at("reasons")) std::cout << "  " << r.get<std::string>() << "\n";
+  // The manifest names a plugin by its file name; the hint names that file.
+  const auto& backend = merged.manifest.at("backend");
+  const bool is_plugin = backend.contains("plugin") && !backend.at("plugin").is_null();
+  std::cout << "bundle: " << opt.out << " (check it with: "
+            << bundle_verify_command(opt.out,
+                                     is_plugin ? backend.at("plugin").value("file", "") : "")
+            << ")\n";
+  return v.value("met", false) ? 0 : 1;
 }
 
 }  // namespace
 
-std::function<int()> add_verify_bundle_command(CLI::App& app) {
+Command add_bundle_verify_command(CLI::App& parent) {
   auto opt = std::make_shared<Options>();
-  auto* cmd = app.add_subcommand(
-      "verify-bundle",
+  auto* cmd = parent.add_subcommand(
+      "verify",
       "Check a certification bundle's digests and consistency, and re-run some of its cases");
   cmd->add_option("dir", opt->dir, "The bundle directory (sdpa-cts certify --out)")->required();
   cmd->add_option("--rerun", opt->rerun,
@@ -140,7 +182,18 @@ std::function<int()> add_verify_bundle_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--plugin", opt->plugins,
                   "The plugin file of a plugin backend (its SHA-256 must be the bundle's)");
-  return [opt] { return verify(*opt); };
+  return {cmd, [opt] { return verify(*opt); }};
+}
+
+Command add_bundle_merge_command(CLI::App& parent) {
+  auto opt = std::make_shared<MergeOptions>();
+  auto* cmd = parent.add_subcommand(
+      "merge",
+      "Merge the bundles of a sharded certification (certify --shard K/N) into one bundle with "
+      "the profile's verdict; exit 1 if the profile is not met, 2 if they are not its shards");
+  cmd->add_option("dirs", opt->dirs, "Bundle directories, one per shard, in any order")->required();
+  cmd->add_option("--out", opt->out, "Directory for the merged bundle")->required();
+  return {cmd, [opt] { return merge(*opt); }};
 }
 
 }  // namespace sdpa::cli
