@@ -125,12 +125,20 @@ enum {
   SDPA_CTS_CAP_DETERMINISTIC = 1 << 15,       /* same bits at any thread count and run */
   SDPA_CTS_CAP_BATCH_INVARIANT = 1 << 16      /* a row does not depend on the rest of the batch */
 };
-/* Traits the dispatcher's ordering rules read (docs/DISPATCH.md). */
+/* Traits the dispatcher's ordering rules read (docs/DISPATCH.md). Bits 1 and 2 are unused
+ * (ABI 1's math and cuDNN traits, replaced by sdpa_cts_capabilities.pytorch_kernel). */
 enum {
   SDPA_CTS_TRAIT_SPLIT_KV = 1 << 0, /* splits one query row's keys across workers */
-  SDPA_CTS_TRAIT_MATH = 1 << 1,     /* the materialising math path */
-  SDPA_CTS_TRAIT_CUDNN = 1 << 2,    /* the cuDNN SDPA graph */
   SDPA_CTS_TRAIT_FUSED_MHA = 1 << 3 /* a fused kernel native MHA hands SDPA to */
+};
+/* Which of PyTorch's SDPA kernels a backend is the counterpart of: `--policy pytorch`
+ * (docs/DISPATCH.md) orders and gates backends as PyTorch orders these kernels. */
+enum {
+  SDPA_CTS_PYTORCH_NONE = 0,      /* no PyTorch counterpart */
+  SDPA_CTS_PYTORCH_MATH = 1,      /* the materialising math path */
+  SDPA_CTS_PYTORCH_FLASH = 2,     /* FlashAttention */
+  SDPA_CTS_PYTORCH_EFFICIENT = 3, /* memory-efficient attention */
+  SDPA_CTS_PYTORCH_CUDNN = 4      /* the cuDNN SDPA graph */
 };
 typedef struct sdpa_cts_capabilities {
   uint32_t struct_size;      /* sizeof(sdpa_cts_capabilities) as the plugin built it */
@@ -141,6 +149,7 @@ typedef struct sdpa_cts_capabilities {
   uint32_t flags;            /* SDPA_CTS_CAP_* bits */
   uint32_t traits;           /* SDPA_CTS_TRAIT_* bits */
   int32_t memory;            /* SDPA_CTS_MEMORY_* every tensor pointer run() gets points into */
+  int32_t pytorch_kernel;    /* SDPA_CTS_PYTORCH_* it models (NONE for most plugins) */
 } sdpa_cts_capabilities;
 
 /* How a backend rounds, for the judge's per-element bound (docs/CONFORMANCE.md). */

@@ -15,6 +15,12 @@ static_assert(static_cast<int>(IsaTarget::scalar) == SDPA_CTS_ISA_SCALAR &&
               static_cast<int>(IsaTarget::avx2) == SDPA_CTS_ISA_AVX2 &&
               static_cast<int>(IsaTarget::avx512) == SDPA_CTS_ISA_AVX512 &&
               static_cast<int>(IsaTarget::avx512bf16) == SDPA_CTS_ISA_AVX512BF16);
+// And the PyTorch kernel kinds, which capabilities_from() casts.
+static_assert(static_cast<int>(PytorchKernel::none) == SDPA_CTS_PYTORCH_NONE &&
+              static_cast<int>(PytorchKernel::math) == SDPA_CTS_PYTORCH_MATH &&
+              static_cast<int>(PytorchKernel::flash) == SDPA_CTS_PYTORCH_FLASH &&
+              static_cast<int>(PytorchKernel::efficient) == SDPA_CTS_PYTORCH_EFFICIENT &&
+              static_cast<int>(PytorchKernel::cudnn) == SDPA_CTS_PYTORCH_CUDNN);
 
 constexpr DType kDtypes[] = {DType::f64, DType::f32, DType::f16, DType::bf16};
 
@@ -165,8 +171,7 @@ Capabilities capabilities_from(const sdpa_cts_capabilities& c) {
   caps.memory =
       c.memory == SDPA_CTS_MEMORY_CUDA_DEVICE ? MemorySpace::cuda_device : MemorySpace::host;
   caps.traits.split_kv = (c.traits & SDPA_CTS_TRAIT_SPLIT_KV) != 0;
-  if (c.traits & SDPA_CTS_TRAIT_MATH) caps.traits.pytorch = PytorchKernel::math;
-  if (c.traits & SDPA_CTS_TRAIT_CUDNN) caps.traits.pytorch = PytorchKernel::cudnn;
+  caps.traits.pytorch = static_cast<PytorchKernel>(c.pytorch_kernel);  // checked on load
   caps.traits.fused_mha = (c.traits & SDPA_CTS_TRAIT_FUSED_MHA) != 0;
   return caps;
 }
@@ -197,6 +202,9 @@ std::string check_description(const sdpa_cts_backend& b) {
   }
   if (c.memory != SDPA_CTS_MEMORY_HOST && c.memory != SDPA_CTS_MEMORY_CUDA_DEVICE) {
     return "backend '" + name + "': unknown memory space " + std::to_string(c.memory);
+  }
+  if (c.pytorch_kernel < SDPA_CTS_PYTORCH_NONE || c.pytorch_kernel > SDPA_CTS_PYTORCH_CUDNN) {
+    return "backend '" + name + "': unknown pytorch_kernel " + std::to_string(c.pytorch_kernel);
   }
   if (c.head_dim_multiple < 1 || c.max_head_dim < 0) {
     return "backend '" + name + "': head_dim_multiple must be >= 1 and max_head_dim >= 0";

@@ -61,8 +61,9 @@ static const sdpa_cts_backend kBackends[] = {{
             SDPA_CTS_CAP_CAUSAL_TOP_LEFT | SDPA_CTS_CAP_CAUSAL_BOTTOM_RIGHT | SDPA_CTS_CAP_GQA |
             SDPA_CTS_CAP_LSE | SDPA_CTS_CAP_EMPTY_PROBLEMS | SDPA_CTS_CAP_DETERMINISTIC |
             SDPA_CTS_CAP_BATCH_INVARIANT,
-        SDPA_CTS_TRAIT_MATH,
+        0, /* no traits */
         SDPA_CTS_MEMORY_HOST,
+        SDPA_CTS_PYTORCH_MATH, /* orders like PyTorch's math path under --policy pytorch */
     },
     minimal_precision,
     minimal_supports,

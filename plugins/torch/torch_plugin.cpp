@@ -261,6 +261,7 @@ const sdpa_cts_backend kBackends[] = {
             kCommonFlags | SDPA_CTS_CAP_DIFFERENT_V_DIM | SDPA_CTS_CAP_EMPTY_PROBLEMS,
             0,  // no dispatcher trait: it is judged, not picked
             SDPA_CTS_MEMORY_HOST,
+            SDPA_CTS_PYTORCH_NONE,
         },
         torch_precision,
         torch_supports,
@@ -279,6 +280,7 @@ const sdpa_cts_backend kBackends[] = {
             kCommonFlags | SDPA_CTS_CAP_LSE,
             0,  // no dispatcher trait: it is judged, not picked
             SDPA_CTS_MEMORY_HOST,
+            SDPA_CTS_PYTORCH_NONE,
         },
         torch_precision,
         torch_supports,

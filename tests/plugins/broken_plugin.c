@@ -14,6 +14,7 @@
 #define ABORTS 6
 #define HANGS 7
 #define NO_RUN 8
+#define BAD_PYTORCH_KERNEL 9
 
 static int32_t precision(void* s, int32_t dtype, sdpa_cts_precision* out) {
   (void)s;
@@ -49,7 +50,12 @@ static const sdpa_cts_backend kBackends[] = {{
 #endif
     NULL,
     {sizeof(sdpa_cts_capabilities), 1u << SDPA_CTS_DTYPE_F32, SDPA_CTS_DEVICE_CPU, 0, 1, 0, 0,
-     SDPA_CTS_MEMORY_HOST},
+     SDPA_CTS_MEMORY_HOST,
+#if BROKEN_KIND == BAD_PYTORCH_KERNEL
+     7 /* no such SDPA_CTS_PYTORCH_* */},
+#else
+     SDPA_CTS_PYTORCH_NONE},
+#endif
     precision,
     supports,
 #if BROKEN_KIND == NO_RUN

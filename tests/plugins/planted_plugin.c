@@ -247,8 +247,9 @@ static int32_t planted_run(void* state, const sdpa_cts_params* p, const sdpa_cts
              SDPA_CTS_CAP_CAUSAL_TOP_LEFT | SDPA_CTS_CAP_CAUSAL_BOTTOM_RIGHT | SDPA_CTS_CAP_GQA | \
              SDPA_CTS_CAP_PADDED_SEQLENS | SDPA_CTS_CAP_LSE | SDPA_CTS_CAP_EMPTY_PROBLEMS |       \
              SDPA_CTS_CAP_DETERMINISTIC | SDPA_CTS_CAP_BATCH_INVARIANT,                           \
-         SDPA_CTS_TRAIT_MATH,                                                                     \
-         SDPA_CTS_MEMORY_HOST},                                                                   \
+         0,                                                                                       \
+         SDPA_CTS_MEMORY_HOST,                                                                    \
+         SDPA_CTS_PYTORCH_MATH},                                                                  \
         planted_precision, planted_supports, planted_run                                          \
   }
 
