@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "conformance/data_gen.hpp"
+#include "conformance/engine/data_gen.hpp"
 #include "core/case_id.hpp"
 #include "core/device.hpp"
 #include "core/guarded_buffer.hpp"

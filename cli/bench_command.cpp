@@ -21,14 +21,15 @@
 #include <vector>
 
 #include "cli/commands.hpp"
-#include "cli/plugin_options.hpp"
-#include "conformance/data_gen.hpp"
-#include "conformance/memory_space.hpp"
+#include "cli/engine_options.hpp"
+#include "conformance/engine/data_gen.hpp"
+#include "conformance/judge/memory_space.hpp"
 #include "core/case_buffers.hpp"
 #include "core/case_id.hpp"
 #include "core/device.hpp"
 #include "core/guarded_buffer.hpp"
 #include "kernels/registry.hpp"
+#include "plugins/host/plugin_set.hpp"
 
 namespace sdpa::cli {
 
@@ -77,7 +78,7 @@ int fail(const std::string& message) {
 }
 
 int run(const Options& opt) {
-  load_plugins_here(opt.plugins);  // after a probe in a child process each
+  plugins::load_plugins_here(opt.plugins);  // after a probe in a child process each
   const Backend* backend = find_backend(opt.backend);
   if (!backend) {
     return fail("unknown backend '" + opt.backend + "' (known: " + backend_registry().names() +

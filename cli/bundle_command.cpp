@@ -1,4 +1,5 @@
-// Certification bundles (conformance/bundle.hpp, docs/CERTIFICATION.md), beside `certify`:
+// Certification bundles (conformance/certification/bundle.hpp, docs/CERTIFICATION.md), beside
+// `certify`:
 // - `sdpa-cts bundle verify DIR [--rerun N] [--plugin P]` checks a bundle's digests and internal
 //   consistency, says which versions differ from this build, and re-runs N of its cases on the
 //   backend to confirm the recorded verdicts. Exit 0: intact (and the re-runs agree); 1: a
@@ -14,12 +15,12 @@
 
 #include "cli/bundle_verify_hint.hpp"
 #include "cli/commands.hpp"
-#include "cli/conformance_run.hpp"
 #include "cli/distinct_dirs.hpp"
-#include "conformance/bundle.hpp"
-#include "conformance/case_sampler.hpp"
-#include "conformance/sha256.hpp"
-#include "conformance/tier.hpp"
+#include "cli/engine_options.hpp"
+#include "conformance/certification/bundle.hpp"
+#include "conformance/certification/sha256.hpp"
+#include "conformance/engine/case_sampler.hpp"
+#include "conformance/engine/tier.hpp"
 
 namespace sdpa::cli {
 

@@ -7,13 +7,13 @@
 #include <memory>
 #include <set>
 
-#include "cli/case_selection.hpp"
 #include "cli/commands.hpp"
-#include "cli/plugin_options.hpp"
-#include "conformance/data_gen.hpp"
+#include "cli/engine_options.hpp"
+#include "conformance/engine/data_gen.hpp"
 #include "golden/golden_file.hpp"
 #include "golden/golden_writer.hpp"
 #include "kernels/registry.hpp"
+#include "plugins/host/plugin_set.hpp"
 
 namespace sdpa::cli {
 namespace {
@@ -31,7 +31,7 @@ struct Options {
 // `cases fill`: the outputs of a backend this build can run (built in or a plugin) written
 // into a results file, as a user's framework would; for checking the route end to end.
 int fill(const Options& opt) {
-  load_plugins_here(opt.plugins);
+  plugins::load_plugins_here(opt.plugins);
   const Backend& backend = find_backend_or_throw(opt.backend);
   if (backend.capabilities().memory != MemorySpace::host) {
     throw std::invalid_argument("cases fill runs host-memory backends only");

@@ -8,14 +8,14 @@
 #include <memory>
 #include <regex>
 
-#include "cli/command_line_case.hpp"
 #include "cli/commands.hpp"
-#include "conformance/judge.hpp"
-#include "conformance/run_record.hpp"
-#include "conformance/tolerance.hpp"
+#include "cli/engine_options.hpp"
+#include "conformance/judge/judge.hpp"
+#include "conformance/judge/tolerance.hpp"
 #include "core/shell_quote.hpp"
 #include "golden/golden_file.hpp"
 #include "golden/results_backend.hpp"
+#include "reports/records/run_record.hpp"
 #include "reports/reports.hpp"
 
 namespace sdpa::cli {

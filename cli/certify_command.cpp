@@ -1,7 +1,7 @@
 // `sdpa-cts certify --backend B [--plugin P] --profile NAME [--device D] --out DIR`: runs a
 // certification profile's cases on one backend and writes a bundle others can verify
-// (conformance/bundle.hpp, docs/CERTIFICATION.md). Exit code 0: the profile is met (for a
-// shard: no required case failed in it); 1: not met; 2: bad usage or input.
+// (conformance/certification/bundle.hpp, docs/CERTIFICATION.md). Exit code 0: the profile is met
+// (for a shard: no required case failed in it); 1: not met; 2: bad usage or input.
 #include <omp.h>
 
 #include <filesystem>
@@ -9,13 +9,13 @@
 
 #include "cli/bundle_verify_hint.hpp"
 #include "cli/commands.hpp"
-#include "cli/conformance_run.hpp"
-#include "conformance/backend_json.hpp"
-#include "conformance/bundle.hpp"
-#include "conformance/profile.hpp"
-#include "conformance/sha256.hpp"
-#include "conformance/tolerance.hpp"
+#include "cli/engine_options.hpp"
+#include "conformance/certification/bundle.hpp"
+#include "conformance/certification/profile.hpp"
+#include "conformance/certification/sha256.hpp"
+#include "conformance/judge/tolerance.hpp"
 #include "core/build_info.hpp"
+#include "kernels/backend_json.hpp"
 #include "kernels/registry.hpp"
 
 namespace sdpa::cli {

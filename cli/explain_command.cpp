@@ -11,13 +11,15 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
-#include "cli/plugin_options.hpp"
-#include "conformance/case_sampler.hpp"
+#include "cli/engine_options.hpp"
+#include "conformance/engine/case_sampler.hpp"
 #include "core/case_id.hpp"
 #include "core/device.hpp"
 #include "dispatcher/dispatcher.hpp"
+#include "dispatcher/explain_json.hpp"
 #include "dispatcher/mha_path.hpp"
 #include "dispatcher/pytorch_model.hpp"
+#include "plugins/host/plugin_set.hpp"
 
 namespace sdpa::cli {
 namespace {
@@ -99,119 +101,6 @@ std::string describe_policy(const d::Policy& p) {
   return s;
 }
 
-json policy_json(const d::Policy& p) {
-  json j;
-  j["model"] = d::policy_model_name(p.model);
-  j["enabled"] = p.enabled ? json(*p.enabled) : json("all");
-  j["priority"] = p.priority;
-  j["heuristics"] = p.heuristics;
-  j["require_deterministic"] = p.require_deterministic;
-  return j;
-}
-
-json explanation_json(const d::Explanation& e) {
-  json j;
-  j["outcome"] = d::outcome_name(e.outcome);
-  j["chosen"] = e.chosen.empty() ? json(nullptr) : json(e.chosen);
-  j["order_source"] = e.order_source;
-  j["order"] = e.order;
-  j["rules"] = json::array();
-  for (const auto& r : e.rules) {
-    j["rules"].push_back({{"name", r.name}, {"why", r.why}, {"promoted", r.promoted}});
-  }
-  j["backends"] = json::array();
-  for (const auto& b : e.backends) {
-    j["backends"].push_back({{"name", b.name},
-                             {"verdict", d::verdict_name(b.verdict)},
-                             {"rank", b.rank},
-                             {"reasons", b.reasons}});
-  }
-  if (!e.message.empty()) j["message"] = e.message;
-  if (e.model == d::PolicyModel::pytorch) {
-    j["pytorch_version"] = d::kModelledPytorch;
-    j["torch_route"] = e.torch_route;
-    j["front_end"] = e.front_end;
-    j["pytorch_choice"] = e.pytorch_choice;
-    j["raises"] = e.raises;
-  }
-  if (e.pytorch) {
-    j["pytorch"] = {{"version", d::kModelledPytorch},
-                    {"choice", e.pytorch->choice},
-                    {"backend", e.pytorch->backend},
-                    {"departs", e.pytorch->departs},
-                    {"why", e.pytorch->why}};
-  }
-  return j;
-}
-
-const char* torch_dtype(DType t) {
-  switch (t) {
-    case DType::f64:
-      return "float64";
-    case DType::f32:
-      return "float32";
-    case DType::f16:
-      return "float16";
-    case DType::bf16:
-      return "bfloat16";
-  }
-  return "?";
-}
-
-// The tensors of PyTorch's call as data, for scripts/pytorch-picker-diff.py: dense views
-// [B, H, rows, D] (strides and storage offset in elements), or jagged rows [total, H, D] with
-// the per-batch lengths.
-json torch_call_json(const d::TorchCall& call) {
-  const Problem& p = call.problem;
-  json j;
-  j["route"] = d::torch_route_name(call.route);
-  if (call.route == d::TorchRoute::not_expressible) {
-    j["not_expressible"] = call.not_expressible;
-    return j;
-  }
-  j["dtype"] = torch_dtype(p.dtype);
-  auto tensor = [&](const TensorLayout& t, std::int64_t heads, std::int64_t rows,
-                    std::int64_t dim) {
-    json x;
-    if (p.packed) {
-      x["shape"] = {rows, heads, dim};
-      x["stride"] = {t.stride[2], t.stride[1], t.stride[3]};
-    } else {
-      x["shape"] = {p.batch, heads, rows, dim};
-      x["stride"] = {t.stride[0], t.stride[1], t.stride[2], t.stride[3]};
-    }
-    x["offset"] = t.base_offset;
-    return x;
-  };
-  j["q"] = tensor(p.q, p.heads_q, rows_q(p), p.head_dim_qk);
-  j["k"] = tensor(p.k, p.heads_kv, rows_kv(p), p.head_dim_qk);
-  j["v"] = tensor(p.v, p.heads_kv, rows_kv(p), p.head_dim_v);
-  if (p.packed) {
-    std::vector<std::int64_t> lq, lk;
-    for (std::int64_t b = 0; b < p.batch; ++b) {
-      lq.push_back(seqlen_q(p, b));
-      lk.push_back(seqlen_kv(p, b));
-    }
-    j["seqlens_q"] = lq;
-    j["seqlens_kv"] = lk;
-  }
-  if (p.mask == MaskKind::none) {
-    j["mask"] = nullptr;
-  } else {
-    j["mask"] = {{"dtype", p.mask == MaskKind::boolean ? "bool" : torch_dtype(p.dtype)},
-                 {"shape", {p.batch, p.heads_q, p.len_q, p.len_kv}},
-                 {"broadcast",
-                  {(p.mask_broadcast & kBroadcastB) != 0, (p.mask_broadcast & kBroadcastH) != 0,
-                   (p.mask_broadcast & kBroadcastL) != 0, (p.mask_broadcast & kBroadcastS) != 0}}};
-  }
-  j["dropout_p"] = p.dropout_p;
-  j["is_causal"] = p.causal == Causal::top_left;
-  j["scale"] = p.scale ? json(*p.scale) : json(nullptr);
-  j["enable_gqa"] = p.heads_kv != p.heads_q;
-  if (call.masked) j["lower_right"] = {p.len_q, p.len_kv};
-  return j;
-}
-
 void print_explanation(std::ostream& out, const d::Explanation& e) {
   if (!e.rules.empty()) {
     for (std::size_t i = 0; i < e.rules.size(); ++i) {
@@ -275,12 +164,12 @@ int run_case(const Options& o, const Device& dev, const d::Policy& policy) {
   }
   const d::Explanation e = d::explain(c.problem, dev, policy);
   if (o.json) {
-    json j = explanation_json(e);
+    json j = d::explanation_json(e);
     j["case"] = format_case_id(c);
     j["device"] = {{"name", dev.name}, {"description", describe_device(dev)}};
-    j["policy"] = policy_json(policy);
+    j["policy"] = d::policy_json(policy);
     if (policy.model == d::PolicyModel::pytorch)
-      j["torch_call"] = torch_call_json(d::torch_call(c.problem));
+      j["torch_call"] = d::torch_call_json(d::torch_call(c.problem));
     std::cout << j.dump() << "\n";
   } else {
     std::cout << "case      " << format_case_id(c) << "\n"
@@ -304,11 +193,11 @@ int run_sample(const Options& o, const Device& dev, const d::Policy& policy) {
     const d::Explanation e = d::explain(c.problem, dev, policy);
     const std::string id = format_case_id(c);
     if (o.json) {
-      json j = explanation_json(e);
+      json j = d::explanation_json(e);
       j["case"] = id;
       j["device"] = dev.name;
       if (policy.model == d::PolicyModel::pytorch) {
-        j["torch_call"] = torch_call_json(d::torch_call(c.problem));
+        j["torch_call"] = d::torch_call_json(d::torch_call(c.problem));
       }
       std::cout << j.dump() << "\n";
     } else {
@@ -339,7 +228,7 @@ int run_mha(const Options& o, const Device& dev, const d::Policy& policy) {
     json j;
     j["mha"] = reference::format_mha_spec(call);
     j["device"] = {{"name", dev.name}, {"description", describe_device(dev)}};
-    j["policy"] = policy_json(policy);
+    j["policy"] = d::policy_json(policy);
     j["need_weights"] = call.mha.need_weights;
     j["need_weights_default"] = !call.need_weights_explicit;
     j["fast_path"] = path.fast_path;
@@ -353,7 +242,7 @@ int run_mha(const Options& o, const Device& dev, const d::Policy& policy) {
     j["route_reason"] = path.route_reason;
     j["reaches_sdpa"] = path.reaches_sdpa;
     j["sdpa_problem"] = sdpa_id;
-    if (path.route != d::MhaRoute::error) j["sdpa"] = explanation_json(path.sdpa);
+    if (path.route != d::MhaRoute::error) j["sdpa"] = d::explanation_json(path.sdpa);
     std::cout << j.dump() << "\n";
   } else {
     std::cout << "mha       " << reference::format_mha_spec(call) << "\n"
@@ -384,7 +273,7 @@ int run_mha(const Options& o, const Device& dev, const d::Policy& policy) {
 }
 
 int run(const Options& o) {
-  load_plugins_here(o.plugins);  // after a probe in a child process each
+  plugins::load_plugins_here(o.plugins);  // after a probe in a child process each
   if (int(!o.case_id.empty()) + int(!o.mha.empty()) + int(o.sample > 0) != 1) {
     std::cerr << "sdpa-cts: explain needs exactly one of --case, --mha and --sample\n";
     return 2;

@@ -21,12 +21,12 @@
 #include <memory>
 #include <set>
 
-#include "cli/case_search.hpp"
 #include "cli/commands.hpp"
+#include "cli/engine_options.hpp"
 #include "cli/libfuzzer_engine.hpp"
-#include "conformance/case_sampler.hpp"
-#include "conformance/status.hpp"
+#include "conformance/engine/case_sampler.hpp"
 #include "core/case_id.hpp"
+#include "reports/records/status.hpp"
 
 namespace sdpa::cli {
 namespace {

@@ -12,8 +12,8 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "conformance/engine/golden_verify.hpp"
 #include "golden/golden_file.hpp"
-#include "golden/verify.hpp"
 
 namespace sdpa::cli {
 
@@ -42,11 +42,11 @@ std::string fixed(double x) {
 
 // One case: the reference's agreement with the file (`compare`), its verdict line, the tally.
 void verify_one(const Options& opt, const std::string& name, Tally& t,
-                const std::function<golden::Agreement()>& compare) {
+                const std::function<conformance::Agreement()>& compare) {
   std::string verdict, detail;
   double score = 0;
   try {
-    const golden::Agreement a = compare();
+    const conformance::Agreement a = compare();
     score = a.worst();
     const bool ok = a.mismatch.empty() && score <= opt.max_ulps;
     verdict = ok ? "PASS" : "FAIL";
@@ -98,13 +98,13 @@ int run(const Options& opt) {
     for (const std::string& id : file->case_ids()) {
       if (!opt.filter.empty() && id.find(opt.filter) == std::string::npos) continue;
       verify_one(opt, id, t, [&] {
-        return golden::compare_with_reference(file->load(id), precision, opt.threads);
+        return conformance::compare_with_reference(file->load(id), precision, opt.threads);
       });
     }
     for (const std::string& name : file->mha_case_names()) {
       if (!opt.filter.empty() && name.find(opt.filter) == std::string::npos) continue;
       verify_one(opt, name, t, [&] {
-        return golden::compare_mha_with_reference(file->load_mha(name), opt.threads);
+        return conformance::compare_mha_with_reference(file->load_mha(name), opt.threads);
       });
     }
   }

@@ -15,7 +15,7 @@
 #include <random>
 #include <vector>
 
-#include "conformance/check_case.hpp"
+#include "conformance/engine/check_case.hpp"
 #include "core/case_id.hpp"
 #include "fuzz/case_from_bytes.hpp"
 

@@ -10,8 +10,8 @@
 #include <functional>
 #include <string>
 
-#include "cli/case_search.hpp"
-#include "conformance/status.hpp"
+#include "cli/engine_options.hpp"
+#include "reports/records/status.hpp"
 
 namespace sdpa::cli {
 

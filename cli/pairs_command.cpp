@@ -1,8 +1,8 @@
 // `sdpa-cts pairs [--run TIER[:THREADS]]... [--backends B,...] [--generate FILE]
 // [--list-uncovered N] [--list-impossible N]`: the pairwise coverage of tier runs over the case
-// dimensions that select kernel code (conformance/pair_coverage.hpp, docs/CONFORMANCE.md "Pair
-// coverage"). Each run is a tier's cases (its golden files' too) at one thread count on every SIMD
-// target of this machine, as `sdpa-cts run --simd all` runs them. Without
+// dimensions that select kernel code (conformance/engine/pair_coverage.hpp, docs/CONFORMANCE.md
+// "Pair coverage"). Each run is a tier's cases (its golden files' too) at one thread count on every
+// SIMD target of this machine, as `sdpa-cts run --simd all` runs them. Without
 // --run: the CI gate's runs, `ci:2` and `pairs:1`. --generate writes the covering tier (the
 // generated cases that cover every pair the backends can run) to FILE first.
 // Exit codes: 0 every possible pair covered, 1 some uncovered, 2 bad input.
@@ -12,8 +12,8 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
-#include "conformance/pair_coverage.hpp"
-#include "conformance/tier.hpp"
+#include "conformance/engine/pair_coverage.hpp"
+#include "conformance/engine/tier.hpp"
 #include "golden/golden_file.hpp"
 #include "kernels/registry.hpp"
 
@@ -71,7 +71,8 @@ void write_tier(const std::string& path, const std::vector<std::string>& ids,
          "#   sdpa-cts pairs --backends "
       << backends
       << " --generate conformance/tiers/pairs.tier\n"
-         "# (conformance/pair_coverage.hpp; docs/CONFORMANCE.md, \"Pair coverage\"). Do not edit:\n"
+         "# (conformance/engine/pair_coverage.hpp; docs/CONFORMANCE.md, \"Pair coverage\"). Do not "
+         "edit:\n"
          "# regenerate. CTest cli.pairs_tier_is_generated checks that it is up to date.\n"
          "# family: pairs\n";
   for (const auto& id : ids) out << id << "\n";

@@ -9,7 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/distinct_dirs.hpp"
-#include "conformance/bundle.hpp"
+#include "conformance/certification/bundle.hpp"
 #include "core/shell_quote.hpp"
 #include "reports/merge.hpp"
 #include "reports/reports.hpp"

@@ -4,10 +4,9 @@
 // TIMEOUT (an XFAIL, a failure listed with --expect, does not count).
 #include <iostream>
 
-#include "cli/command_line_case.hpp"
 #include "cli/commands.hpp"
-#include "cli/conformance_run.hpp"
-#include "conformance/case_memory.hpp"
+#include "cli/engine_options.hpp"
+#include "conformance/engine/case_memory.hpp"
 #include "reports/reports.hpp"
 
 namespace sdpa::cli {

@@ -8,12 +8,11 @@
 #include <iostream>
 #include <memory>
 
-#include "cli/case_search.hpp"
-#include "cli/command_line_case.hpp"
 #include "cli/commands.hpp"
-#include "conformance/case_memory.hpp"
-#include "conformance/status.hpp"
+#include "cli/engine_options.hpp"
+#include "conformance/engine/case_memory.hpp"
 #include "core/case_id.hpp"
+#include "reports/records/status.hpp"
 
 namespace sdpa::cli {
 namespace {

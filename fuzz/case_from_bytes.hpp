@@ -8,7 +8,7 @@
 // find their bugs.
 #pragma once
 
-#include "conformance/case_sampler.hpp"
+#include "conformance/engine/case_sampler.hpp"
 #include "core/case_id.hpp"
 #include "fuzz/fuzz_input.hpp"
 

@@ -55,7 +55,7 @@ struct PrecisionContract {
 
 // Where a backend's run() expects its buffers. The judge allocates and guards buffers in
 // host memory and, for another space, copies inputs (and the poisoned outputs with their
-// margins) there before run() and the outputs back after it (conformance/memory_space.hpp).
+// margins) there before run() and the outputs back after it (conformance/judge/memory_space.hpp).
 enum class MemorySpace {
   host,         // ordinary CPU memory
   cuda_device,  // CUDA device memory (cudaMalloc)
@@ -94,7 +94,7 @@ struct Traits {
 // What a backend can do, as data. A field left at its default imposes no restriction.
 // Backends check these with check_capabilities() and add rules of their own in supports().
 // Where a backend's code changes with the problem's lengths: pair coverage
-// (conformance/pair_coverage.cpp) cuts the rows and keys of a problem at these points, so
+// (conformance/engine/pair_coverage.cpp) cuts the rows and keys of a problem at these points, so
 // that the pairs tier reaches every side of every cut. Declared by the backend from its own
 // tile constants.
 using KeyChunkFn = std::int64_t (*)(std::int64_t len_kv, std::int64_t dqk, std::int64_t dv);

@@ -1,7 +1,7 @@
 // Memory spaces other than the host's, as the backend families that use them provide them.
 // The judge and the bench allocate, fill and guard every buffer in host memory; for a
 // backend whose run() expects another space they mirror the buffers through that space's
-// DeviceMemory (conformance/memory_space.hpp). A family registers the operations of its
+// DeviceMemory (conformance/judge/memory_space.hpp). A family registers the operations of its
 // space when it registers its backends (the CUDA family: cuda_device, when the CUDA runtime
 // is linked); test_device, a separate host allocation standing in for a device, is always
 // there. Nothing outside a family knows how its device memory works.

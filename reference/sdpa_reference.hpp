@@ -39,7 +39,7 @@ struct Result {
   // The four O magnitudes above of a row are stored times 2^-mag_exp[row]: 0, or
   // kMagnitudeShift (head_inputs.hpp) in a (b, h) whose V comes near the f64 maximum, where
   // the true ones can leave the f64 range (O itself never does). Use them as
-  // ldexp(factor * m, mag_exp), the factor applied first (conformance/tolerance.cpp).
+  // ldexp(factor * m, mag_exp), the factor applied first (conformance/judge/tolerance.cpp).
   std::vector<double> mag_exp;    // [B, Hq, L]
   std::vector<double> lse_mag_c;  // [B, Hq, L]     sum_j P_j |s_j|
   std::vector<double> lse_mag_g;  // [B, Hq, L]     sum_j P_j a_j

@@ -8,8 +8,8 @@
 #include <map>
 #include <tuple>
 
-#include "conformance/expectations.hpp"
 #include "reports/markdown_text.hpp"
+#include "reports/records/expectations.hpp"
 #include "reports/reports.hpp"
 #include "reports/tallies.hpp"
 #include "reports/text.hpp"

@@ -1,5 +1,5 @@
 // results.jsonl: one JSON object per record (docs/REPORTS.md).
-#include "conformance/record_json.hpp"
+#include "reports/records/record_json.hpp"
 #include "reports/reports.hpp"
 
 namespace sdpa::reports {

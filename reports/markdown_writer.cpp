@@ -2,8 +2,8 @@
 // from the data is escaped or sits in a code span or block.
 #include <algorithm>
 
-#include "conformance/expectations.hpp"
 #include "reports/markdown_text.hpp"
+#include "reports/records/expectations.hpp"
 #include "reports/reports.hpp"
 #include "reports/tallies.hpp"
 #include "reports/text.hpp"

@@ -11,8 +11,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "conformance/record_json.hpp"
-#include "conformance/shard.hpp"
+#include "reports/records/record_json.hpp"
+#include "reports/records/shard.hpp"
 
 namespace sdpa::reports {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "conformance/run_record.hpp"
+#include "reports/records/run_record.hpp"
 
 namespace sdpa::reports {
 

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <string>
 
-#include "conformance/run_record.hpp"
+#include "reports/records/run_record.hpp"
 
 namespace sdpa::reports {
 

@@ -2,8 +2,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "conformance/expectations.hpp"
 #include "reports/markdown_text.hpp"
+#include "reports/records/expectations.hpp"
 #include "reports/reports.hpp"
 #include "reports/tallies.hpp"
 #include "reports/text.hpp"

@@ -22,7 +22,7 @@ while [ $# -gt 0 ]; do
     *) echo "usage: $0 [--seconds N] [--seed S] [--build DIR]" >&2; exit 2 ;;
   esac
 done
-bin=$build/fuzz/fuzz_mutant_differential
+bin=$build/tests/fuzz/measure/fuzz_mutant_differential
 if [ ! -x "$bin" ]; then
   echo "$bin not built: cmake --preset fuzz && cmake --build --preset fuzz --target fuzz_mutant_differential" >&2
   exit 2

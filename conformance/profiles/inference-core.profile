@@ -1,6 +1,6 @@
 # inference-core: what an inference attention kernel (FlashAttention-style, f16/bf16) must
 # compute: causal masks of both alignments, GQA/MQA, decode against a KV cache, padded
-# variable lengths, the LSE, the [B, L, H, D] layout. Grammar: conformance/profile.hpp (a tier
+# variable lengths, the LSE, the [B, L, H, D] layout. Grammar: conformance/certification/profile.hpp (a tier
 # file with description / require / sample lines). Frozen: these cases never change for a
 # given file; the sampled part is fixed by the seed.
 description: f16/bf16 inference: causal top-left and bottom-right, GQA/MQA, decode, padded varlen, LSE

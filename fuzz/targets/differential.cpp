@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "conformance/check_case.hpp"
+#include "conformance/engine/check_case.hpp"
 #include "core/case_id.hpp"
 #include "core/device.hpp"
 #include "fuzz/case_from_bytes.hpp"

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "conformance/tier.hpp"
+#include "conformance/engine/tier.hpp"
 #include "fuzz/finding.hpp"
 #include "fuzz/fuzz_input.hpp"
 

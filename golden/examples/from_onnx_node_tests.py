@@ -66,7 +66,7 @@ import onnx.backend.test.case.node.attention as onnx_attention
 from onnx import helper
 
 # numpy dtype -> (sdpa-cts name, precision_digits of ONNX's arithmetic in it). The digits d
-# are such that capture_unit(d) = 0.5 * 10^(1 - d) (conformance/judge.hpp) covers one rounding
+# are such that capture_unit(d) = 0.5 * 10^(1 - d) (conformance/judge/judge.hpp) covers one rounding
 # to the type (f32 half ulp <= 6.0e-8 <= 5e-7, f16 <= 4.9e-4 <= 5e-3, bf16 <= 3.9e-3 <= 5e-3).
 # bf16 gets 3, not floor(2.4) = 2: with 2 the bound (16 * 0.05 * M) is so loose that a
 # top-left/bottom-right causal mix-up still passes (c about 8 to 13, measured).

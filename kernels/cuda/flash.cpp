@@ -70,7 +70,7 @@ class Flash final : public detail::DescriptorBackend {
   }
 
   // On a GPU: the CUDA kernel; on an emulated GPU (device option emulate=1): the same kernel
-  // body on the host emulator, with host buffers (conformance/memory_space.hpp).
+  // body on the host emulator, with host buffers (conformance/judge/memory_space.hpp).
   void run(const Problem& p, const Buffers& buf, const Device& device,
            const RunOptions&) const override {
     const LoweredProblem lowered(p, buf);

@@ -83,7 +83,7 @@ class PluginBackend final : public Backend {
     if (caps_.memory == MemorySpace::cuda_device && device.kind == DeviceKind::cuda &&
         device.cuda.emulated) {
       // ABI 2 passes only pointers into the space the capabilities declare; an emulated GPU
-      // would get host memory standing in for the device (conformance/memory_space.hpp).
+      // would get host memory standing in for the device (conformance/judge/memory_space.hpp).
       s.decline("its run() takes CUDA device memory, and " + device.name +
                 " is emulated on the host: a plugin needs a real GPU");
     }

@@ -12,7 +12,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "conformance/backend_json.hpp"
+#include "kernels/backend_json.hpp"
 #include "plugins/host/plugin_backend.hpp"
 
 namespace sdpa::plugins {
@@ -104,7 +104,7 @@ const sdpa_cts_backend& backend_at(const sdpa_cts_plugin& pl, uint32_t i) {
 // code path, run once per job whatever `--simd all` asks), so that it lists only what the
 // plugin declared.
 std::string description_json(const sdpa_cts_backend& b) {
-  nlohmann::ordered_json j = conformance::backend_json(*make_plugin_backend(b));
+  nlohmann::ordered_json j = backend_json(*make_plugin_backend(b));
   j["capabilities"]["traits"].erase("isa_targets");
   return j.dump();
 }

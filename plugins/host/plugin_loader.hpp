@@ -19,11 +19,11 @@ namespace sdpa::plugins {
 
 // What a probe reports of one backend of a plugin.
 struct ProbedBackend {
-  std::string name;                   // the backend's name
+  std::string name;                     // the backend's name
   DeviceKind device = DeviceKind::cpu;  // the kind of device it runs on
-  std::string description;  // capabilities and precision contracts as one JSON object
-                            // (conformance/backend_json.hpp), without the isa_targets trait
-                            // the ABI cannot declare
+  std::string description;              // capabilities and precision contracts as one JSON object
+                                        // (kernels/backend_json.hpp), without the isa_targets trait
+                                        // the ABI cannot declare
 };
 
 // A plugin file and the backends it provides.

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "conformance/check_case.hpp"
+#include "conformance/engine/check_case.hpp"
 #include "core/cuda_runtime.hpp"
 #include "test_backends.hpp"
 

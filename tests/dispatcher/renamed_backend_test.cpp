@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "conformance/check_case.hpp"
-#include "conformance/pair_coverage.hpp"
+#include "conformance/engine/check_case.hpp"
+#include "conformance/engine/pair_coverage.hpp"
 #include "core/case_id.hpp"
 #include "core/device.hpp"
 #include "dispatcher/dispatcher.hpp"

@@ -1,6 +1,6 @@
 // Captured golden files (golden/SCHEMA.md, "precision_digits"): results computed by another
 // framework in f32 verify against the reference and judge backends with the capture bound
-// (conformance/judge.hpp capture_unit), while a capture with a semantic error still fails.
+// (conformance/judge/judge.hpp capture_unit), while a capture with a semantic error still fails.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "conformance/data_gen.hpp"
+#include "conformance/engine/data_gen.hpp"
+#include "conformance/engine/golden_verify.hpp"
 #include "golden/golden_file.hpp"
-#include "golden/verify.hpp"
-#include "kernels/registry.hpp"
 #include "golden/golden_writer.hpp"
+#include "kernels/registry.hpp"
 
 namespace sdpa::golden {
 
@@ -40,8 +40,7 @@ CapturedCase framework_f32(const Case& c, const InputBuffers& in, Defect defect)
                      Dv = p.head_dim_v, group = p.heads_q / p.heads_kv;
   const float scale = static_cast<float>(effective_scale(p));
   const StridedView mv = p.mask != MaskKind::none ? mask_view(p) : StridedView{};
-  CapturedCase out{c, &in, std::vector<double>(B * H * L * Dv),
-                            std::vector<double>(B * H * L)};
+  CapturedCase out{c, &in, std::vector<double>(B * H * L * Dv), std::vector<double>(B * H * L)};
   std::vector<float> s(static_cast<std::size_t>(S));
   for (std::int64_t b = 0; b < B; ++b)
     for (std::int64_t h = 0; h < H; ++h)
@@ -50,8 +49,8 @@ CapturedCase framework_f32(const Case& c, const InputBuffers& in, Defect defect)
         for (std::int64_t j = 0; j < S; ++j) {
           float dot = 0;
           for (std::int64_t e = 0; e < Dqk; ++e) {
-            dot += static_cast<float>(
-                       load_as_double(p.dtype, in.q.data(), element_offset(p.q, false, b, h, i, e))) *
+            dot += static_cast<float>(load_as_double(p.dtype, in.q.data(),
+                                                     element_offset(p.q, false, b, h, i, e))) *
                    static_cast<float>(load_as_double(
                        p.dtype, in.k.data(), element_offset(p.k, false, b, h / group, j, e)));
           }
@@ -172,12 +171,13 @@ TEST_F(CapturedFile, BackendsJudgedAgainstACapture) {
       GoldenCase g = f.load(id);
       const CaseOutcome o = judge_backend(*b, g, cpu);
       if (o.status == Status::not_supported) continue;
-      EXPECT_TRUE(is_pass(o.status)) << b->name() << " " << id << ": " << status_name(o.status)
-                                     << " " << o.message;
+      EXPECT_TRUE(is_pass(o.status))
+          << b->name() << " " << id << ": " << status_name(o.status) << " " << o.message;
       ++judged;
       GoldenCase gw = w.load(id);
       const CaseOutcome ow = judge_backend(*b, gw, cpu);
-      if (gw.c.problem.causal == Causal::bottom_right && gw.c.problem.len_q != gw.c.problem.len_kv) {
+      if (gw.c.problem.causal == Causal::bottom_right &&
+          gw.c.problem.len_q != gw.c.problem.len_kv) {
         EXPECT_EQ(ow.status, Status::fail) << b->name() << " " << id << " against a TL capture";
       }
     }

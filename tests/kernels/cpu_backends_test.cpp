@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "conformance/check_case.hpp"
-#include "conformance/data_gen.hpp"
+#include "conformance/engine/check_case.hpp"
+#include "conformance/engine/data_gen.hpp"
 #include "core/case_id.hpp"
 #include "core/guarded_buffer.hpp"
 #include "kernels/cpu/sdpa_rows.hpp"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "conformance/check_case.hpp"
+#include "conformance/engine/check_case.hpp"
 #include "core/case_id.hpp"
 #include "core/device.hpp"
 #include "kernels/cuda/cuda_backends.hpp"

@@ -5,8 +5,8 @@
 // tier, declining exactly what its capabilities exclude.
 #include <gtest/gtest.h>
 
-#include "conformance/check_case.hpp"
-#include "conformance/tier.hpp"
+#include "conformance/engine/check_case.hpp"
+#include "conformance/engine/tier.hpp"
 #include "dispatcher/dispatcher.hpp"
 #include "kernels/registry.hpp"
 
@@ -26,7 +26,7 @@ TEST(ExampleBackend, DispatcherPicksItWhenItIsTheOnlyOneEnabled) {
   dispatcher::Policy policy;
   policy.enabled = std::vector<std::string>{"example.naive"};
   const auto e = dispatcher::explain(parse_case_id_or_throw("b1.hq2.l8.s8.dqk16.f32.seed1").problem,
-                                   detect_cpu(), policy, builtin_backends());
+                                     detect_cpu(), policy, builtin_backends());
   EXPECT_EQ(e.chosen, "example.naive");
 }
 

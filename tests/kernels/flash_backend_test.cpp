@@ -18,15 +18,15 @@
 #include <string>
 #include <vector>
 
-#include "conformance/check_case.hpp"
-#include "conformance/data_gen.hpp"
+#include "conformance/engine/check_case.hpp"
+#include "conformance/engine/data_gen.hpp"
 #include "core/case_id.hpp"
 #include "core/device.hpp"
 #include "kernels/cpu/cpu_backends.hpp"
 #include "kernels/cpu/flash_kernel.hpp"
-#include "tests/kernels/target_run.hpp"
 #include "kernels/registry.hpp"
 #include "reference/sdpa_reference.hpp"
+#include "tests/kernels/target_run.hpp"
 
 namespace sdpa {
 
@@ -54,7 +54,8 @@ std::string check(const std::string& id, const std::string& target, int threads)
   test_support::TargetRun opt;
   opt.target = target;
   opt.threads = threads;
-  const CaseOutcome out = check_case(flash(), c, test_support::target_device(opt.target), RunOptions{opt.threads});
+  const CaseOutcome out =
+      check_case(flash(), c, test_support::target_device(opt.target), RunOptions{opt.threads});
   if (out.status == Status::pass || out.status == Status::quality_warning) return "";
   return id + " [" + target + ", " + std::to_string(threads) +
          " threads]: " + status_name(out.status) + ": " + out.message;
@@ -612,7 +613,8 @@ TEST(FlashBackend, ErrorIsThatOfTheNaiveAlgorithm) {
         const Problem& p = c.problem;
         test_support::TargetRun opt;
         opt.threads = 2;
-        const CaseOutcome out = check_case(flash(), c, test_support::target_device(opt.target), RunOptions{opt.threads});
+        const CaseOutcome out = check_case(flash(), c, test_support::target_device(opt.target),
+                                           RunOptions{opt.threads});
         ASSERT_TRUE(out.status == Status::pass || out.status == Status::quality_warning)
             << out.message;
         InputBuffers in = make_inputs(c);

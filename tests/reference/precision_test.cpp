@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "conformance/data_gen.hpp"
+#include "conformance/engine/data_gen.hpp"
 #include "core/case_id.hpp"
 #include "reference/sdpa_reference.hpp"
 #include "tests/reference/test_util.hpp"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "conformance/data_gen.hpp"
+#include "conformance/engine/data_gen.hpp"
 #include "core/case_id.hpp"
 #include "tests/reference/test_util.hpp"
 

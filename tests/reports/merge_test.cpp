@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "conformance/shard.hpp"
+#include "reports/records/shard.hpp"
 #include "reports/reports.hpp"
 #include "tests/error_of.hpp"
 

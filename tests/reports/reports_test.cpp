@@ -9,8 +9,8 @@
 #include <set>
 #include <sstream>
 
-#include "conformance/record_json.hpp"
 #include "reports/markdown_text.hpp"
+#include "reports/records/record_json.hpp"
 #include "reports/tallies.hpp"
 #include "reports/text.hpp"
 #include "tests/reports/sample_run.hpp"

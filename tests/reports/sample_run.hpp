@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "conformance/run_record.hpp"
+#include "reports/records/run_record.hpp"
 
 namespace sdpa::testing {
 

@@ -6,11 +6,11 @@
 #include <memory>
 #include <sstream>
 
-#include "conformance/tier.hpp"
+#include "conformance/engine/golden_verify.hpp"
+#include "conformance/engine/tier.hpp"
 #include "core/case_id.hpp"
 #include "core/device.hpp"
 #include "golden/golden_file.hpp"
-#include "golden/verify.hpp"
 #include "tests/conformance/mutants/mutant_backend.hpp"
 
 namespace sdpa::testing {
@@ -34,7 +34,7 @@ class Judge {
     if (!file) file = std::make_unique<golden::GoldenFile>(c.golden_file);
     golden::GoldenCase g = file->load(c.id);
     if (subfamily) *subfamily = g.family;
-    return golden::judge_backend(backend, g, device_);
+    return conformance::judge_backend(backend, g, device_);
   }
 
  private:

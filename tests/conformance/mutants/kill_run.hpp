@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "conformance/check_case.hpp"
+#include "conformance/engine/check_case.hpp"
 #include "tests/conformance/mutants/mutation.hpp"
 
 namespace sdpa::testing {

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "conformance/case_sampler.hpp"
-#include "conformance/check_case.hpp"
+#include "conformance/engine/case_sampler.hpp"
+#include "conformance/engine/check_case.hpp"
 #include "core/case_id.hpp"
 #include "tests/conformance/mutants/mutant_backend.hpp"
 #include "tests/conformance/mutants/mutation.hpp"

@@ -5,7 +5,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "conformance/tolerance.hpp"
+#include "conformance/judge/tolerance.hpp"
 #include "core/guarded_buffer.hpp"
 
 namespace sdpa::props {
@@ -101,11 +101,12 @@ std::string run_kernel(const Backend& b, const Problem& p, const InputBuffers& i
       "weights", esz,
       p.want_weights ? StridedView{{B, H, L, S}, {H * L * S, L * S, S, 1}} : StridedView{});
   try {
-    test_support::run_with(b, pl,
-          {in.q.data(), in.k.data(), in.v.data(), in.mask ? in.mask->data() : nullptr, o.data(),
-           pl.want_lse ? static_cast<float*>(lse.data()) : nullptr,
-           p.want_weights ? w.data() : nullptr},
-          opt);
+    test_support::run_with(
+        b, pl,
+        {in.q.data(), in.k.data(), in.v.data(), in.mask ? in.mask->data() : nullptr, o.data(),
+         pl.want_lse ? static_cast<float*>(lse.data()) : nullptr,
+         p.want_weights ? w.data() : nullptr},
+        opt);
   } catch (const std::exception& e) {
     return std::string("the backend threw: ") + e.what();
   }

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "conformance/data_gen.hpp"
+#include "conformance/engine/data_gen.hpp"
 #include "core/case_id.hpp"
 #include "kernels/backend.hpp"
 #include "reference/sdpa_reference.hpp"

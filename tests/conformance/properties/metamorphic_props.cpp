@@ -6,7 +6,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "conformance/tolerance.hpp"
+#include "conformance/judge/tolerance.hpp"
 #include "tests/conformance/properties/gen_util.hpp"
 #include "tests/conformance/properties/kernel_io.hpp"
 #include "tests/conformance/properties/prop_util.hpp"

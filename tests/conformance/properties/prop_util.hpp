@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "conformance/check_case.hpp"
+#include "conformance/engine/check_case.hpp"
 #include "core/case_id.hpp"
 #include "kernels/backend.hpp"
 #include "tests/kernels/target_run.hpp"

@@ -1,9 +1,9 @@
-// Every family at once: any case the problem sampler draws (conformance/rc_case_gen.hpp,
+// Every family at once: any case the problem sampler draws (conformance/engine/rc_case_gen.hpp,
 // shrinking toward the smallest legal problem) passes on every backend, restricted to what
 // the backend declares (its element types, the weights output).
 #include <algorithm>
 
-#include "conformance/rc_case_gen.hpp"
+#include "conformance/engine/rc_case_gen.hpp"
 #include "tests/conformance/properties/prop_util.hpp"
 
 namespace sdpa::props {

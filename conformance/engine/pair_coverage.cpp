@@ -1,0 +1,475 @@
+#include "conformance/engine/pair_coverage.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <tuple>
+
+#include "core/problem.hpp"
+
+namespace sdpa::conformance {
+namespace {
+
+// The dimensions, in this order (classify_job and the generator index them so).
+enum Dim : int {
+  kDtype,
+  kSimd,
+  kThreads,
+  kCausal,
+  kWindow,
+  kMask,
+  kDropout,
+  kSoftcap,
+  kVarlen,
+  kHeads,
+  kLayout,
+  kRowPitch,
+  kHeadDim,
+  kRows,
+  kKeys,
+  kDims
+};
+
+// Labels of a length against ascending cuts: "<c1", "=c1", "c1..c2", "=c2", ">c2".
+std::vector<std::string> cut_labels(const std::vector<std::int64_t>& cuts,
+                                    const std::string& unit) {
+  auto label = [](const char* prefix, const std::string& text) {
+    std::string out(prefix);
+    out.append(text);
+    return out;
+  };
+  std::vector<std::string> labels;
+  for (std::size_t i = 0; i < cuts.size(); ++i) {
+    const std::string c = cuts[i] == 0 ? unit : std::to_string(cuts[i]);
+    if (i == 0) {
+      labels.push_back(label("<", c));
+    } else {
+      labels.push_back(std::to_string(cuts[i - 1]).append("<..<").append(c));
+    }
+    labels.push_back(label("=", c));
+  }
+  labels.push_back(label(">", cuts.back() == 0 ? unit : std::to_string(cuts.back())));
+  return labels;
+}
+
+int cut_index(std::int64_t n, const std::vector<std::int64_t>& cuts) {
+  int i = 0;
+  for (std::int64_t c : cuts) {
+    if (n < c) return i;
+    if (n == c) return i + 1;
+    i += 2;
+  }
+  return i;
+}
+
+// A representative length for label `index` of `cuts` (the generator's choice).
+std::int64_t length_for(int index, const std::vector<std::int64_t>& cuts) {
+  const std::size_t k = static_cast<std::size_t>(index / 2);
+  if (k >= cuts.size()) return cuts.back() + cuts.back() / 2 + 3;  // beyond the last
+  if (index % 2 == 1) return cuts[k];                              // at
+  if (k == 0) return cuts[0] / 2;                                  // below the first (0 for 1)
+  return (cuts[k - 1] + cuts[k]) / 2 + 1;                          // between two
+}
+
+const std::vector<IsaTarget> kAllIsas = {IsaTarget::scalar, IsaTarget::avx2, IsaTarget::avx512,
+                                         IsaTarget::avx512bf16};
+
+}  // namespace
+
+bool ValuePair::operator<(const ValuePair& o) const {
+  return std::tie(d1, v1, d2, v2) < std::tie(o.d1, o.v1, o.d2, o.v2);
+}
+bool ValuePair::operator==(const ValuePair& o) const {
+  return std::tie(d1, v1, d2, v2) == std::tie(o.d1, o.v1, o.d2, o.v2);
+}
+
+std::vector<PairDimension> pair_dimensions(const Backend& backend) {
+  const TilingCuts& lb = backend.capabilities().tiling;
+  std::vector<std::string> isas;
+  for (IsaTarget t : kAllIsas) isas.emplace_back(isa_target_name(t));
+  return {
+      {"dtype", {"f32", "f16", "bf16", "f64"}, true},
+      {"simd", isas, false},
+      {"threads", {"1", "2+"}, false},
+      {"causal", {"none", "tl", "br"}, true},
+      {"window", {"off", "on"}, true},
+      {"mask", {"none", "bool", "add"}, true},
+      {"dropout", {"off", "on"}, true},
+      {"softcap", {"off", "on"}, true},
+      {"varlen", {"none", "padded", "packed"}, true},
+      {"heads", {"mha", "gqa", "mqa"}, true},
+      {"layout", {"bhsd", "bshd"}, true},
+      {"row_pitch", {"dense", "gap_even", "gap_odd"}, true},
+      {"head_dim", {"x16", "other"}, true},
+      {lb.group_rows ? "group_rows" : "query_rows", cut_labels(lb.row_cuts, "block"), true},
+      {"keys", cut_labels(lb.key_cuts, "chunk"), true},
+  };
+}
+
+std::vector<int> classify_job(const Case& c, const Backend& backend, IsaTarget isa, int threads) {
+  const Problem& p = c.problem;
+  const TilingCuts& lb = backend.capabilities().tiling;
+  std::vector<int> v(kDims, 0);
+  v[kDtype] = p.dtype == DType::f32    ? 0
+              : p.dtype == DType::f16  ? 1
+              : p.dtype == DType::bf16 ? 2
+                                       : 3;
+  v[kSimd] = static_cast<int>(std::find(kAllIsas.begin(), kAllIsas.end(), isa) - kAllIsas.begin());
+  v[kThreads] = threads == 1 ? 0 : 1;
+  v[kCausal] = static_cast<int>(p.causal);
+  v[kWindow] = p.window.enabled ? 1 : 0;
+  v[kMask] = static_cast<int>(p.mask);
+  v[kDropout] = p.dropout_p > 0 ? 1 : 0;
+  v[kSoftcap] = p.softcap > 0 ? 1 : 0;
+  v[kVarlen] = p.packed ? 2 : (!p.seqlens_q.empty() || !p.seqlens_kv.empty()) ? 1 : 0;
+  v[kHeads] = p.heads_q == p.heads_kv ? 0 : p.heads_kv == 1 ? 2 : 1;
+  // Q's row stride against a dense one (D in bhsd, Hq * D in bshd): a gap, and its parity.
+  // The layout as the case ID names it (bhsd first, as format_case_id tries them: with
+  // L = 0 or 1 the strides alone do not tell them apart); explicit strides by their order.
+  auto is_named = [&](LayoutKind kind, std::int64_t dense) {
+    Problem t = p;
+    apply_layout(t, kind, p.q.stride[2] - dense, p.q.base_offset);
+    return t.q.stride == p.q.stride;
+  };
+  const bool bshd =
+      !is_named(LayoutKind::bhsd, p.head_dim_qk) &&
+      (is_named(LayoutKind::bshd, p.heads_q * p.head_dim_qk) || p.q.stride[1] < p.q.stride[2]);
+  const std::int64_t dense_row = bshd ? p.heads_q * p.head_dim_qk : p.head_dim_qk;
+  const std::int64_t row = p.q.stride[2];
+  v[kLayout] = bshd ? 1 : 0;
+  v[kRowPitch] = row == dense_row ? 0 : row % 2 == 0 ? 1 : 2;
+  v[kHeadDim] = p.head_dim_qk % 16 == 0 ? 0 : 1;
+  const std::int64_t group = p.heads_q / std::max<std::int64_t>(p.heads_kv, 1);
+  v[kRows] = cut_index(lb.group_rows ? group * p.len_q : p.len_q, lb.row_cuts);
+  std::vector<std::int64_t> key_cuts = lb.key_cuts;
+  for (auto& k : key_cuts) {
+    if (k == 0 && lb.key_chunk) k = lb.key_chunk(p.len_kv, p.head_dim_qk, p.head_dim_v);
+  }
+  v[kKeys] = cut_index(p.len_kv, key_cuts);
+  return v;
+}
+
+std::string describe_pair(const std::vector<PairDimension>& dims, const ValuePair& p) {
+  return dims[p.d1].name + "=" + dims[p.d1].values[p.v1] + " x " + dims[p.d2].name + "=" +
+         dims[p.d2].values[p.v2];
+}
+
+namespace {
+
+// Every pair of values of two dimensions for which `keep(d1, d2)` holds.
+std::vector<ValuePair> all_pairs(const std::vector<PairDimension>& dims,
+                                 bool (*keep)(const PairDimension&, const PairDimension&)) {
+  std::vector<ValuePair> out;
+  for (int a = 0; a < static_cast<int>(dims.size()); ++a) {
+    for (int b = a + 1; b < static_cast<int>(dims.size()); ++b) {
+      if (!keep(dims[a], dims[b])) continue;
+      for (int x = 0; x < static_cast<int>(dims[a].values.size()); ++x) {
+        for (int y = 0; y < static_cast<int>(dims[b].values.size()); ++y)
+          out.push_back({a, x, b, y});
+      }
+    }
+  }
+  return out;
+}
+
+bool both_generated(const PairDimension& a, const PairDimension& b) {
+  return a.generated && b.generated;
+}
+bool any_dims(const PairDimension&, const PairDimension&) { return true; }
+
+void covered_by(const std::vector<int>& v, const std::vector<PairDimension>& dims,
+                std::set<ValuePair>& out) {
+  for (int a = 0; a < static_cast<int>(dims.size()); ++a) {
+    for (int b = a + 1; b < static_cast<int>(dims.size()); ++b) out.insert({a, v[a], b, v[b]});
+  }
+}
+
+// The case ID for an assignment of the generated dimensions on a backend's length blocks
+// (with the LSE output when `lse`).
+std::string case_for(const std::vector<int>& a, const Backend& backend, bool lse) {
+  const TilingCuts& lb = backend.capabilities().tiling;
+  const int group = a[kHeads] == 0 ? 1 : a[kHeads] == 1 ? 2 : 4;
+  const std::int64_t hq = a[kHeads] == 0 ? 2 : 4;
+  const std::int64_t hkv = hq / group;
+  const std::int64_t dqk = a[kHeadDim] == 0 ? 32 : 24;
+  const std::int64_t rows = length_for(a[kRows], lb.row_cuts);
+  const std::int64_t l =
+      lb.group_rows ? std::max<std::int64_t>(1, (rows + group - 1) / group) : rows;
+  std::int64_t s;
+  if (lb.key_cuts.front() == 0) {
+    // below, at, beyond one key chunk (256 keys for these lengths)
+    s = a[kKeys] == 0 ? 200 : a[kKeys] == 1 ? 256 : 300;
+  } else {
+    s = length_for(a[kKeys], lb.key_cuts);
+  }
+  const std::int64_t batch = a[kVarlen] == 0 ? 2 : 3;
+  std::string id = "b";
+  id += std::to_string(batch) + ".hq" + std::to_string(hq) + ".hkv" + std::to_string(hkv) + ".l" +
+        std::to_string(l) + ".s" + std::to_string(s) + ".dqk" + std::to_string(dqk);
+  static const char* kDtypes[] = {"f32", "f16", "bf16", "f64"};
+  id += std::string(".") + kDtypes[a[kDtype]];
+  if (a[kLayout] == 1) id += ".lay=bshd";
+  if (a[kRowPitch] == 1) id += ".gap=2";
+  if (a[kRowPitch] == 2) id += ".gap=3";
+  if (a[kCausal] == 1) id += ".causal=tl";
+  if (a[kCausal] == 2) id += ".causal=br";
+  if (a[kWindow] == 1) id += ".win=" + std::to_string(std::max<std::int64_t>(1, s / 4)) + "_2_br";
+  if (a[kMask] == 1) id += ".mask=bool";
+  if (a[kMask] == 2) id += ".mask=add";
+  if (a[kVarlen] != 0) {
+    id += ".qlen=" + std::to_string(l) + "_" + std::to_string(std::min<std::int64_t>(1, l)) +
+          "_0.kvlen=0_" + std::to_string(s) + "_" +
+          std::to_string(std::max<std::int64_t>(1, s / 2));
+    if (a[kVarlen] == 2) id += ".packed";
+  }
+  if (a[kSoftcap] == 1) id += ".softcap=20";
+  if (a[kDropout] == 1) id += ".p0.3.dseed3.doff7";
+  if (lse) id += ".lse";
+  id += ".seed60.gen=normal";
+  return id;
+}
+
+// The case for `a` when it is valid, `backend` runs it and the restriction admits it; else
+// nullopt.
+std::optional<Case> runnable(const std::vector<int>& a, const Backend& backend,
+                             const Device& device, const PairRestriction& restriction) {
+  auto parsed = parse_case_id(case_for(a, backend, restriction.lse));
+  if (!std::holds_alternative<Case>(parsed)) return std::nullopt;
+  Case c = std::get<Case>(parsed);
+  if (!validate(c.problem).empty() || !backend.supports(c.problem, device).ok())
+    return std::nullopt;
+  if (restriction.admit && !restriction.admit(c)) return std::nullopt;
+  return c;
+}
+
+// allowed[d][v]: whether value v of dimension d is allowed by `restriction`.
+std::vector<std::vector<bool>> allowed_values(const std::vector<PairDimension>& dims,
+                                              const PairRestriction& restriction) {
+  std::vector<std::vector<bool>> allowed;
+  for (const auto& dim : dims) allowed.emplace_back(dim.values.size(), true);
+  for (const auto& entry : restriction.values) {
+    const std::string& name = entry.first;  // not a structured binding: Clang 14 cannot capture one
+    const auto& values = entry.second;
+    const auto d = std::find_if(dims.begin(), dims.end(),
+                                [&](const PairDimension& x) { return x.name == name; });
+    if (d == dims.end()) {
+      throw std::invalid_argument("pair restriction: unknown dimension '" + name + "'");
+    }
+    for (const auto& v : values) {
+      if (std::find(d->values.begin(), d->values.end(), v) == d->values.end()) {
+        throw std::invalid_argument("pair restriction: dimension '" + name + "' has no value '" +
+                                    v + "'");
+      }
+    }
+    auto& row = allowed[static_cast<std::size_t>(d - dims.begin())];
+    for (std::size_t v = 0; v < row.size(); ++v) row[v] = values.count(d->values[v]) > 0;
+  }
+  return allowed;
+}
+
+}  // namespace
+
+CoveringSet generate_covering_set(const std::vector<const Backend*>& backends,
+                                  const Device& device) {
+  return generate_covering_set(backends, device, PairRestriction{});
+}
+
+CoveringSet generate_covering_set(const std::vector<const Backend*>& backends, const Device& device,
+                                  const PairRestriction& restriction) {
+  CoveringSet out;
+  std::vector<std::string> ids;
+  std::set<std::string> seen;
+  for (const Backend* backend : backends) {
+    const auto dims = pair_dimensions(*backend);
+    const auto allowed = allowed_values(dims, restriction);
+    auto is_allowed = [&](int d, int v) {
+      return allowed[static_cast<std::size_t>(d)][static_cast<std::size_t>(v)];
+    };
+    std::set<ValuePair> uncovered;
+    for (const auto& p : all_pairs(dims, both_generated)) {
+      if (is_allowed(p.d1, p.v1) && is_allowed(p.d2, p.v2)) uncovered.insert(p);
+    }
+    // Every case starts from the first allowed value of each dimension (0 unrestricted). When
+    // that case does not run or is not admitted (a length that makes it "empty" where the
+    // restriction wants none), from the first one-value change that is: otherwise every
+    // change the greedy step below tries would look equally useless until it reached the
+    // dimension at fault, and the cases would cover few pairs each.
+    std::vector<int> start(kDims, 0);
+    for (int d = 0; d < kDims; ++d) {
+      while (start[d] + 1 < static_cast<int>(dims[d].values.size()) && !is_allowed(d, start[d]))
+        ++start[d];
+    }
+    for (int d = 0; d < kDims && !runnable(start, *backend, device, restriction); ++d) {
+      for (int v = 0; v < static_cast<int>(dims[d].values.size()); ++v) {
+        std::vector<int> s = start;
+        s[d] = v;
+        if (!dims[d].generated || v == start[d] || !is_allowed(d, v) ||
+            !runnable(s, *backend, device, restriction))
+          continue;
+        start = s;
+        break;
+      }
+    }
+    // What the cases chosen so far (for earlier backends) cover on this one.
+    auto cover = [&](const Case& c) {
+      std::set<ValuePair> got;
+      covered_by(classify_job(c, *backend, device.cpu.isa, 1), dims, got);
+      for (const auto& p : got) uncovered.erase(p);
+    };
+    for (const auto& id : ids) {
+      const Case c = parse_case_id_or_throw(id);
+      if (backend->supports(c.problem, device).ok()) cover(c);
+    }
+    std::vector<ValuePair> impossible;
+    while (!uncovered.empty()) {
+      const ValuePair target = *uncovered.begin();
+      std::vector<int> a = start;
+      a[target.d1] = target.v1;
+      a[target.d2] = target.v2;
+      // Greedy (AETG-like): each free dimension takes the value that makes the case cover
+      // the most uncovered pairs, among the values that keep it runnable.
+      auto gain = [&](const std::vector<int>& x) -> int {
+        const auto c = runnable(x, *backend, device, restriction);
+        if (!c) return -1;
+        std::set<ValuePair> got;
+        covered_by(classify_job(*c, *backend, device.cpu.isa, 1), dims, got);
+        int n = 0;
+        for (const auto& p : got) n += uncovered.count(p) ? 1 : 0;
+        return n;
+      };
+      int best = gain(a);
+      for (int d = 0; d < kDims; ++d) {
+        if (!dims[d].generated || d == target.d1 || d == target.d2) continue;
+        for (int v = 0; v < static_cast<int>(dims[d].values.size()); ++v) {
+          if (v == a[d] || !is_allowed(d, v)) continue;
+          std::vector<int> b = a;
+          b[d] = v;
+          const int g = gain(b);
+          if (g > best) {
+            best = g;
+            a = b;
+          }
+        }
+      }
+      const auto c = best < 0 ? std::nullopt : runnable(a, *backend, device, restriction);
+      std::set<ValuePair> got;
+      if (c) covered_by(classify_job(*c, *backend, device.cpu.isa, 1), dims, got);
+      if (!c || !got.count(target)) {
+        impossible.push_back(target);
+        uncovered.erase(target);
+        continue;
+      }
+      const std::string id = format_case_id(*c);
+      if (seen.insert(id).second) ids.push_back(id);
+      for (const auto& p : got) uncovered.erase(p);
+    }
+    out.impossible.push_back(std::move(impossible));
+  }
+  out.case_ids = std::move(ids);
+  return out;
+}
+
+std::vector<std::string> isolated_pair_cases(const Backend& backend, const Device& device,
+                                             const PairRestriction& restriction) {
+  const auto dims = pair_dimensions(backend);
+  const auto allowed = allowed_values(dims, restriction);
+  // The base case: the first allowed value of each dimension (a feature off), the head dim
+  // a multiple of 16, the lengths beyond the backend's last row and key blocks.
+  std::vector<int> base(kDims, 0);
+  for (int d = 0; d < kDims; ++d) {
+    const auto& row = allowed[static_cast<std::size_t>(d)];
+    base[d] = static_cast<int>(std::find(row.begin(), row.end(), true) - row.begin());
+    if (base[d] == static_cast<int>(row.size())) return {};  // a dimension without a value
+  }
+  base[kRows] = static_cast<int>(dims[kRows].values.size()) - 1;
+  base[kKeys] = static_cast<int>(dims[kKeys].values.size()) - 1;
+  // The features: every allowed value of a feature dimension but its first.
+  std::vector<std::pair<int, int>> features;
+  for (int d = kCausal; d <= kRowPitch; ++d) {
+    if (!dims[d].generated) continue;
+    for (int v = base[d] + 1; v < static_cast<int>(dims[d].values.size()); ++v) {
+      if (allowed[static_cast<std::size_t>(d)][static_cast<std::size_t>(v)])
+        features.emplace_back(d, v);
+    }
+  }
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  auto add = [&](const std::vector<int>& a) {
+    if (const auto c = runnable(a, backend, device, restriction)) {
+      const std::string id = format_case_id(*c);
+      if (seen.insert(id).second) out.push_back(id);
+    }
+  };
+  // Each feature alone on every element type; each two features of two dimensions together.
+  for (int t = 0; t < static_cast<int>(dims[kDtype].values.size()); ++t) {
+    if (!allowed[kDtype][static_cast<std::size_t>(t)]) continue;
+    for (const auto& [d, v] : features) {
+      std::vector<int> a = base;
+      a[kDtype] = t;
+      a[d] = v;
+      add(a);
+    }
+  }
+  for (std::size_t i = 0; i < features.size(); ++i) {
+    for (std::size_t j = i + 1; j < features.size(); ++j) {
+      if (features[i].first == features[j].first) continue;
+      std::vector<int> a = base;
+      a[features[i].first] = features[i].second;
+      a[features[j].first] = features[j].second;
+      add(a);
+    }
+  }
+  return out;
+}
+
+PairCoverage pair_coverage(const Backend& backend, const Device& device,
+                           const std::vector<IsaTarget>& isas, const std::vector<CoverageRun>& runs,
+                           const std::vector<ValuePair>& impossible_generated) {
+  PairCoverage out;
+  out.backend = std::string(backend.name());
+  out.dimensions = pair_dimensions(backend);
+  const auto& dims = out.dimensions;
+  std::set<ValuePair> got;
+  for (const auto& run : runs) {
+    for (const auto& id : run.case_ids) {
+      const Case c = parse_case_id_or_throw(id);
+      for (IsaTarget isa : isas) {
+        const Device d = with_isa_target(device, isa_target_name(isa));
+        if (!validate(c.problem).empty() || !backend.supports(c.problem, d).ok()) continue;
+        ++out.jobs;
+        covered_by(classify_job(c, backend, isa, run.threads), dims, got);
+      }
+    }
+  }
+  // A value of a generated dimension is possible when some possible pair holds it; a pair
+  // with SIMD or threads is possible when its other value is (and the target is run).
+  const std::set<ValuePair> impossible(impossible_generated.begin(), impossible_generated.end());
+  std::set<std::pair<int, int>> possible_values;
+  for (const auto& p : all_pairs(dims, both_generated)) {
+    if (impossible.count(p)) continue;
+    possible_values.insert({p.d1, p.v1});
+    possible_values.insert({p.d2, p.v2});
+  }
+  auto isa_run = [&](int v) {
+    return std::find(isas.begin(), isas.end(), kAllIsas[v]) != isas.end();
+  };
+  for (const auto& p : all_pairs(dims, any_dims)) {
+    // A SIMD target this machine lacks is not part of the run: its pairs are not counted.
+    if ((p.d1 == kSimd && !isa_run(p.v1)) || (p.d2 == kSimd && !isa_run(p.v2))) continue;
+    bool possible = !impossible.count(p);
+    for (auto [d, v] : {std::pair{p.d1, p.v1}, std::pair{p.d2, p.v2}}) {
+      if (dims[d].generated && !possible_values.count({d, v})) possible = false;
+    }
+    if (got.count(p)) {
+      out.covered.push_back(p);
+    } else if (!possible) {
+      out.impossible.push_back(p);
+    } else {
+      out.uncovered.push_back(p);
+    }
+  }
+  return out;
+}
+
+}  // namespace sdpa::conformance

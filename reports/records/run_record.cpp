@@ -1,0 +1,57 @@
+#include "reports/records/run_record.hpp"
+
+namespace sdpa::conformance {
+
+StatusCounts count_statuses(const RunSummary& run) {
+  StatusCounts c;
+  for (const auto& r : run.records) c.add(r.status);
+  return c;
+}
+
+std::vector<std::string> case_features(const Problem& p) {
+  std::vector<std::string> f;
+  f.push_back("dtype=" + std::string(dtype_name(p.dtype)));
+  if (p.causal == Causal::top_left) f.push_back("causal=tl");
+  if (p.causal == Causal::bottom_right) f.push_back("causal=br");
+  if (p.window.enabled) f.push_back("window");
+  if (p.mask == MaskKind::boolean) f.push_back("mask=bool");
+  if (p.mask == MaskKind::additive) f.push_back("mask=add");
+  if (p.heads_kv != p.heads_q) f.push_back("gqa");
+  if (p.head_dim_v != p.head_dim_qk) f.push_back("dv!=dqk");
+  if (p.dropout_p > 0) f.push_back("dropout");
+  if (p.softcap > 0) f.push_back("softcap");
+  if (p.packed) {
+    f.push_back("varlen=packed");
+  } else if (!p.seqlens_q.empty() || !p.seqlens_kv.empty()) {
+    f.push_back("varlen=padded");
+  }
+  if (p.len_q == 1) f.push_back("decode");
+  if (p.batch * p.heads_q * p.len_q * p.len_kv * p.head_dim_qk == 0) f.push_back("empty");
+  if (p.want_lse) f.push_back("lse");
+  if (p.want_weights) f.push_back("weights");
+  // Layouts: the default contiguous [B, H, rows, D], the [B, rows, H, D] packing, or
+  // anything else (row gaps, base offsets, explicit strides).
+  auto same = [&](const Problem& r) {
+    auto eq = [](const TensorLayout& a, const TensorLayout& b) {
+      return a.stride == b.stride && a.base_offset == b.base_offset;
+    };
+    return eq(p.q, r.q) && eq(p.k, r.k) && eq(p.v, r.v) && eq(p.o, r.o);
+  };
+  Problem bhsd = p, bshd = p;
+  apply_layout(bhsd, LayoutKind::bhsd, 0, 0);
+  apply_layout(bshd, LayoutKind::bshd, 0, 0);
+  if (!same(bhsd)) f.push_back(same(bshd) ? "layout=bshd" : "layout=strided");
+  if (f.size() == 1) f.push_back("plain");
+  return f;
+}
+
+const std::vector<std::string>& known_feature_tags() {
+  static const std::vector<std::string> tags = {
+      "dtype=f64", "dtype=f32",     "dtype=f16",      "dtype=bf16", "causal=tl", "causal=br",
+      "window",    "mask=bool",     "mask=add",       "gqa",        "dv!=dqk",   "dropout",
+      "softcap",   "varlen=padded", "varlen=packed",  "decode",     "empty",     "lse",
+      "weights",   "layout=bshd",   "layout=strided", "plain"};
+  return tags;
+}
+
+}  // namespace sdpa::conformance

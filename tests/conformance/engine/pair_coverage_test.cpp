@@ -1,0 +1,244 @@
+// Pair coverage: jobs are classified from the parsed problem (layouts and gaps by the row
+// stride, lengths against the running backend's blocks); the generated covering set covers
+// every pair it does not report impossible, and a run without a value leaves its pairs
+// uncovered.
+#include "conformance/engine/pair_coverage.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "kernels/registry.hpp"
+
+namespace sdpa::conformance {
+namespace {
+
+// The value name of dimension `name` for `id` on `backend`.
+std::string value_of(const std::string& id, const std::string& backend, const std::string& name,
+                     IsaTarget isa = IsaTarget::scalar, int threads = 1) {
+  const Backend& b = find_backend_or_throw(backend);
+  const auto dims = pair_dimensions(b);
+  const auto v = classify_job(parse_case_id_or_throw(id), b, isa, threads);
+  for (std::size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d].name == name) return dims[d].values[static_cast<std::size_t>(v[d])];
+  }
+  ADD_FAILURE() << "no dimension " << name;
+  return "";
+}
+
+TEST(PairCoverage, LayoutAndRowStrideComeFromTheStrides) {
+  const std::string base = "b1.hq2.l5.s7.dqk32.f32";
+  EXPECT_EQ(value_of(base, "cpu.math", "layout"), "bhsd");
+  EXPECT_EQ(value_of(base, "cpu.math", "row_pitch"), "dense");
+  EXPECT_EQ(value_of(base + ".lay=bshd", "cpu.math", "layout"), "bshd");
+  EXPECT_EQ(value_of(base + ".gap=2", "cpu.math", "row_pitch"), "gap_even");
+  EXPECT_EQ(value_of(base + ".gap=3", "cpu.math", "row_pitch"), "gap_odd");
+  EXPECT_EQ(value_of(base + ".lay=bshd.gap=3", "cpu.math", "row_pitch"), "gap_odd");
+  // With one or no query row the strides of bhsd and bshd coincide: named as the ID does.
+  EXPECT_EQ(value_of("b1.hq2.l0.s7.dqk32.f32", "cpu.math", "layout"), "bhsd");
+  EXPECT_EQ(value_of("b1.hq2.l1.s7.dqk32.f32", "cpu.math", "layout"), "bhsd");
+}
+
+TEST(PairCoverage, LengthsAreJudgedAgainstTheBackendsBlocks) {
+  // cpu.flash tiles 64 (head, query) rows of a KV head's group and steps 128 keys.
+  EXPECT_EQ(value_of("b1.hq2.l63.s128.dqk32.f32", "cpu.flash", "group_rows"), "<64");
+  EXPECT_EQ(value_of("b1.hq4.hkv2.l32.s128.dqk32.f32", "cpu.flash", "group_rows"), "=64");
+  EXPECT_EQ(value_of("b1.hq2.l65.s128.dqk32.f32", "cpu.flash", "keys"), "=128");
+  EXPECT_EQ(value_of("b1.hq2.l65.s129.dqk32.f32", "cpu.flash", "keys"), ">128");
+  // cpu.mem_efficient: decode rows (<= 8), GEMM blocks of 48 rows, key chunks (256 here).
+  EXPECT_EQ(value_of("b1.hq8.hkv1.l1.s300.dqk32.f32", "cpu.mem_efficient", "group_rows"), "=8");
+  EXPECT_EQ(value_of("b1.hq2.l48.s256.dqk32.f32", "cpu.mem_efficient", "group_rows"), "=48");
+  EXPECT_EQ(value_of("b1.hq2.l48.s256.dqk32.f32", "cpu.mem_efficient", "keys"), "=chunk");
+  EXPECT_EQ(value_of("b1.hq2.l48.s257.dqk32.f32", "cpu.mem_efficient", "keys"), ">chunk");
+  // cpu.math: none beyond the first row.
+  EXPECT_EQ(value_of("b1.hq2.l0.s7.dqk32.f32", "cpu.math", "query_rows"), "<1");
+  EXPECT_EQ(value_of("b1.hq2.l2.s7.dqk32.f32", "cpu.math", "query_rows"), ">1");
+}
+
+TEST(PairCoverage, FeaturesSimdAndThreads) {
+  EXPECT_EQ(value_of("b3.hq4.hkv1.l4.s27.dqk24.f16.qlen=4_1_0.kvlen=0_27_13.packed", "cpu.math",
+                     "varlen"),
+            "packed");
+  EXPECT_EQ(value_of("b1.hq4.hkv1.l4.s27.dqk24.f16", "cpu.math", "heads"), "mqa");
+  EXPECT_EQ(value_of("b1.hq4.hkv2.l4.s27.dqk24.f16", "cpu.math", "heads"), "gqa");
+  EXPECT_EQ(value_of("b1.hq4.l4.s27.dqk24.f16.p0.3", "cpu.math", "dropout"), "on");
+  EXPECT_EQ(value_of("b1.hq4.l4.s27.dqk24.bf16", "cpu.math", "head_dim"), "other");
+  EXPECT_EQ(value_of("b1.hq4.l4.s27.dqk24.bf16", "cpu.math", "simd", IsaTarget::avx2), "avx2");
+  EXPECT_EQ(value_of("b1.hq4.l4.s27.dqk24.bf16", "cpu.math", "threads", IsaTarget::scalar, 0),
+            "2+");
+}
+
+TEST(PairCoverage, TheCoveringSetCoversEveryPossiblePairOnItsOwn) {
+  const std::vector<const Backend*> backends = {&find_backend_or_throw("cpu.math"),
+                                                &find_backend_or_throw("cpu.flash")};
+  const Device device = with_isa_target(detect_cpu(), "scalar");
+  const CoveringSet set = generate_covering_set(backends, device);
+  ASSERT_FALSE(set.case_ids.empty());
+  ASSERT_EQ(set.impossible.size(), 2u);
+  for (std::size_t i = 0; i < backends.size(); ++i) {
+    // At one and at two threads, on the scalar target: every possible pair.
+    const auto cov =
+        pair_coverage(*backends[i], device, {IsaTarget::scalar},
+                      {{"set", set.case_ids, 1}, {"set", set.case_ids, 2}}, set.impossible[i]);
+    EXPECT_TRUE(cov.uncovered.empty())
+        << backends[i]->name() << ": " << describe_pair(cov.dimensions, cov.uncovered.front());
+    EXPECT_GT(cov.covered.size(), 500u);
+    // Removing the dropout cases uncovers dropout's pairs.
+    std::vector<std::string> no_dropout;
+    std::copy_if(set.case_ids.begin(), set.case_ids.end(), std::back_inserter(no_dropout),
+                 [](const std::string& id) { return id.find(".p0.") == std::string::npos; });
+    const auto less =
+        pair_coverage(*backends[i], device, {IsaTarget::scalar},
+                      {{"set", no_dropout, 1}, {"set", no_dropout, 2}}, set.impossible[i]);
+    bool dropout_uncovered = false;
+    for (const auto& p : less.uncovered) {
+      if (describe_pair(less.dimensions, p).find("dropout=on") != std::string::npos) {
+        dropout_uncovered = true;
+      }
+    }
+    EXPECT_TRUE(dropout_uncovered);
+  }
+  // f64 is cpu.math's alone: on cpu.flash its pairs are impossible, not uncovered.
+  bool f64_impossible = false;
+  for (const auto& p : set.impossible[1]) {
+    if (p.d1 == 0 && p.v1 == 3) f64_impossible = true;
+  }
+  EXPECT_TRUE(f64_impossible);
+}
+
+TEST(PairCoverage, ARestrictedSetCoversEveryAllowedPairItDoesNotReportImpossible) {
+  // f16 only, no mask, window, dropout, softcap, packed rows or row gaps; no empty problem.
+  PairRestriction r;
+  r.values = {{"dtype", {"f16"}},      {"mask", {"none"}},   {"window", {"off"}},
+              {"dropout", {"off"}},    {"softcap", {"off"}}, {"varlen", {"none", "padded"}},
+              {"row_pitch", {"dense"}}};
+  r.admit = [](const Case& c) {
+    return c.problem.len_q > 0 && c.problem.len_kv > 0;  // no empty problem
+  };
+  r.lse = true;
+  const std::vector<const Backend*> backends = {&find_backend_or_throw("cpu.math"),
+                                                &find_backend_or_throw("cpu.flash")};
+  const Device device = with_isa_target(detect_cpu(), "scalar");
+  const CoveringSet set = generate_covering_set(backends, device, r);
+  ASSERT_FALSE(set.case_ids.empty());
+  ASSERT_EQ(set.impossible.size(), 2u);
+  for (std::size_t i = 0; i < backends.size(); ++i) {
+    const auto dims = pair_dimensions(*backends[i]);
+    auto allowed = [&](int d, int v) {
+      const auto it = r.values.find(dims[d].name);
+      return it == r.values.end() || it->second.count(dims[d].values[v]) > 0;
+    };
+    std::set<ValuePair> covered;
+    for (const auto& id : set.case_ids) {
+      const Case c = parse_case_id_or_throw(id);
+      EXPECT_TRUE(c.problem.want_lse) << id;
+      EXPECT_TRUE(r.admit(c)) << id;
+      const auto v = classify_job(c, *backends[i], IsaTarget::scalar, 1);
+      for (int d = 0; d < static_cast<int>(dims.size()); ++d) {
+        if (dims[d].generated) {
+          EXPECT_TRUE(allowed(d, v[d])) << id << " " << dims[d].name;
+        }
+      }
+      if (!backends[i]->supports(c.problem, device).ok()) continue;
+      for (int a = 0; a < static_cast<int>(dims.size()); ++a)
+        for (int b = a + 1; b < static_cast<int>(dims.size()); ++b)
+          covered.insert({a, v[a], b, v[b]});
+    }
+    const std::set<ValuePair> impossible(set.impossible[i].begin(), set.impossible[i].end());
+    std::size_t allowed_pairs = 0;
+    for (int a = 0; a < static_cast<int>(dims.size()); ++a) {
+      for (int b = a + 1; b < static_cast<int>(dims.size()); ++b) {
+        if (!dims[a].generated || !dims[b].generated) continue;
+        for (int x = 0; x < static_cast<int>(dims[a].values.size()); ++x) {
+          for (int y = 0; y < static_cast<int>(dims[b].values.size()); ++y) {
+            const ValuePair p{a, x, b, y};
+            if (!allowed(a, x) || !allowed(b, y)) {
+              EXPECT_FALSE(impossible.count(p)) << "not wanted: " << describe_pair(dims, p);
+              continue;
+            }
+            ++allowed_pairs;
+            EXPECT_TRUE(covered.count(p) || impossible.count(p))
+                << backends[i]->name() << ": " << describe_pair(dims, p);
+          }
+        }
+      }
+    }
+    EXPECT_GT(allowed_pairs, 100u);
+    // Per-batch lengths with causal bottom-right are possible, hence covered.
+    EXPECT_TRUE(std::any_of(covered.begin(), covered.end(), [&](const ValuePair& p) {
+      return describe_pair(dims, p) == "causal=br x varlen=padded";
+    })) << backends[i]->name();
+  }
+}
+
+TEST(PairCoverage, EveryValueAllowedIsTheUnrestrictedSet) {
+  // Naming every value of every dimension restricts nothing: the same cases, with the LSE.
+  const std::vector<const Backend*> backends = {&find_backend_or_throw("cpu.math"),
+                                                &find_backend_or_throw("cpu.mem_efficient")};
+  const Device device = with_isa_target(detect_cpu(), "scalar");
+  PairRestriction r;
+  for (const auto& dim : pair_dimensions(*backends[0])) {
+    if (dim.generated && dim.name != "query_rows" && dim.name != "keys")
+      r.values[dim.name] = {dim.values.begin(), dim.values.end()};
+  }
+  r.lse = true;
+  const CoveringSet all = generate_covering_set(backends, device);
+  const CoveringSet restricted = generate_covering_set(backends, device, r);
+  std::vector<std::string> without_lse;
+  for (std::string id : restricted.case_ids) {
+    const auto at = id.find(".lse.");
+    ASSERT_NE(at, std::string::npos) << id;
+    without_lse.push_back(id.erase(at, 4));
+  }
+  EXPECT_EQ(without_lse, all.case_ids);
+}
+
+TEST(PairCoverage, IsolatedPairsAreEachFeatureAloneAndEveryTwoTogether) {
+  // Two element types, two features (causal bottom-right, per-batch lengths): each feature
+  // alone on each type, the two together on the first type, nothing else.
+  PairRestriction r;
+  r.values = {{"dtype", {"f16", "bf16"}},
+              {"causal", {"none", "br"}},
+              {"window", {"off"}},
+              {"mask", {"none"}},
+              {"dropout", {"off"}},
+              {"softcap", {"off"}},
+              {"varlen", {"none", "padded"}},
+              {"heads", {"mha"}},
+              {"layout", {"bhsd"}},
+              {"row_pitch", {"dense"}}};
+  const Backend& math = find_backend_or_throw("cpu.math");
+  const Device device = with_isa_target(detect_cpu(), "scalar");
+  const auto ids = isolated_pair_cases(math, device, r);
+  std::multiset<std::string> shapes;
+  for (const auto& id : ids) {
+    const Problem p = parse_case_id_or_throw(id).problem;
+    // Beyond one row and one key block of cpu.math: more than one query row, S > L.
+    EXPECT_GT(p.len_q, 1) << id;
+    EXPECT_GT(p.len_kv, p.len_q) << id;
+    EXPECT_EQ(p.heads_q, p.heads_kv) << id;
+    std::string shape(dtype_name(p.dtype));
+    if (p.causal == Causal::bottom_right) shape += "+br";
+    if (!p.seqlens_q.empty()) shape += "+varlen";
+    shapes.insert(shape);
+  }
+  EXPECT_EQ(shapes, (std::multiset<std::string>{"f16+br", "f16+varlen", "bf16+br", "bf16+varlen",
+                                                "f16+br+varlen"}));
+  // A restriction that admits nothing leaves nothing.
+  r.admit = [](const Case&) { return false; };
+  EXPECT_TRUE(isolated_pair_cases(math, device, r).empty());
+}
+
+TEST(PairCoverage, ARestrictionNamesKnownDimensionsAndValues) {
+  const std::vector<const Backend*> math = {&find_backend_or_throw("cpu.math")};
+  const Device device = with_isa_target(detect_cpu(), "scalar");
+  PairRestriction r;
+  r.values = {{"colour", {"red"}}};
+  EXPECT_THROW(generate_covering_set(math, device, r), std::invalid_argument);
+  r.values = {{"dtype", {"f8"}}};
+  EXPECT_THROW(generate_covering_set(math, device, r), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace sdpa::conformance
