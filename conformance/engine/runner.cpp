@@ -16,6 +16,7 @@
 #include "conformance/engine/case_memory.hpp"
 #include "conformance/engine/check_case.hpp"
 #include "conformance/engine/golden_verify.hpp"
+#include "core/shell_quote.hpp"
 #include "golden/golden_file.hpp"
 #include "kernels/registry.hpp"
 #include "reports/records/record_json.hpp"
@@ -24,17 +25,6 @@ namespace sdpa::conformance {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) {
-    if (c == '\'')
-      q += "'\\''";
-    else
-      q += c;
-  }
-  return q + "'";
-}
 
 // The ISA target a record names: the one chosen by name ("" = the device's best).
 std::string isa_of(const Job& job) {

@@ -9,6 +9,7 @@
 
 #include "core/case_id.hpp"
 #include "core/device.hpp"
+#include "core/shell_quote.hpp"
 #include "fuzz/finding.hpp"
 #include "fuzz/fuzz_input.hpp"
 #include "reference/mha_spec.hpp"
@@ -17,25 +18,13 @@ using namespace sdpa;
 
 namespace {
 
-std::string quoted(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      q += "'\\''";
-    } else {
-      q += c;
-    }
-  }
-  return q + "'";
-}
-
 void case_id(const std::string& text) {
   const auto parsed = parse_case_id(text);
   if (const auto* err = std::get_if<CaseIdError>(&parsed)) {
     if (err->message.empty() || err->field.empty() ||
         err->message.find(err->field) == std::string::npos) {
       fuzz::finding("case ID error without its field: " + err->message,
-                    "sdpa-cts explain --case " + quoted(text));
+                    "sdpa-cts explain --case " + shell_quote(text));
     }
     return;
   }
@@ -46,12 +35,12 @@ void case_id(const std::string& text) {
   if (!std::holds_alternative<Case>(again)) {
     fuzz::finding("the printed form of an accepted ID does not parse: " + once + ": " +
                       std::get<CaseIdError>(again).message,
-                  "sdpa-cts explain --case " + quoted(text));
+                  "sdpa-cts explain --case " + shell_quote(text));
   }
   const std::string twice = format_case_id(std::get<Case>(again));
   if (twice != once) {
     fuzz::finding("print-parse round trip changes the ID: " + once + " -> " + twice,
-                  "sdpa-cts explain --case " + quoted(text));
+                  "sdpa-cts explain --case " + shell_quote(text));
   }
 }
 
@@ -59,7 +48,7 @@ void mha_spec(const std::string& text) {
   const auto parsed = reference::parse_mha_spec(text);
   if (const auto* err = std::get_if<std::string>(&parsed)) {
     if (err->empty())
-      fuzz::finding("an empty MHA spec error", "sdpa-cts explain --mha " + quoted(text));
+      fuzz::finding("an empty MHA spec error", "sdpa-cts explain --mha " + shell_quote(text));
     return;
   }
   const std::string once = reference::format_mha_spec(std::get<reference::MhaCall>(parsed));
@@ -67,7 +56,7 @@ void mha_spec(const std::string& text) {
   if (!std::holds_alternative<reference::MhaCall>(again) ||
       reference::format_mha_spec(std::get<reference::MhaCall>(again)) != once) {
     fuzz::finding("MHA spec print-parse round trip fails: " + once,
-                  "sdpa-cts explain --mha " + quoted(text));
+                  "sdpa-cts explain --mha " + shell_quote(text));
   }
 }
 
@@ -75,7 +64,7 @@ void device_name(const std::string& text) {
   const auto parsed = parse_device(text);
   if (const auto* err = std::get_if<std::string>(&parsed)) {
     if (err->empty())
-      fuzz::finding("an empty device error", "sdpa-cts explain --device " + quoted(text));
+      fuzz::finding("an empty device error", "sdpa-cts explain --device " + shell_quote(text));
     return;
   }
   const Device& d = std::get<Device>(parsed);
@@ -83,8 +72,9 @@ void device_name(const std::string& text) {
   if (!d.simulated) return;  // "cpu", "auto": the detected device, named by detection
   const auto again = parse_device(d.name);
   if (!std::holds_alternative<Device>(again) || std::get<Device>(again).name != d.name) {
-    fuzz::finding("a device's name does not parse back to it: " + d.name,
-                  "sdpa-cts explain --device " + quoted(text) + " --case b1.hq1.l1.s1.dqk8.f32");
+    fuzz::finding(
+        "a device's name does not parse back to it: " + d.name,
+        "sdpa-cts explain --device " + shell_quote(text) + " --case b1.hq1.l1.s1.dqk8.f32");
   }
 }
 
