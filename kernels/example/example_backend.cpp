@@ -67,9 +67,9 @@ class NaiveBackend final : public Backend {
             if (attended) {
               double dot = 0;
               for (std::int64_t e = 0; e < Dqk; ++e) {
-                dot += load_as_double(p.dtype, buf.q, element_offset(p.q, false, b, h, i, e)) *
-                       load_as_double(p.dtype, buf.k,
-                                      element_offset(p.k, false, b, h / group, j, e));
+                dot +=
+                    load_as_double(p.dtype, buf.q, element_offset(p.q, false, b, h, i, e)) *
+                    load_as_double(p.dtype, buf.k, element_offset(p.k, false, b, h / group, j, e));
               }
               x = dot * scale + bias;
             }
@@ -91,10 +91,11 @@ class NaiveBackend final : public Backend {
             } else if (z != 0) {  // (a NaN sum from +inf logits propagates: inf - inf)
               for (std::int64_t j = 0; j < S; ++j) {
                 if (!attends[static_cast<std::size_t>(j)]) continue;  // never read masked V
-                o += s[static_cast<std::size_t>(j)] *
+                // P = e / z first: sum_j P_j V_j stays within the range of V (V near the
+                // largest finite value would overflow as (sum_j e_j V_j) / z).
+                o += s[static_cast<std::size_t>(j)] / z *
                      load_as_double(p.dtype, buf.v, element_offset(p.v, false, b, h / group, j, d));
               }
-              o /= z;
             }
             store_from_double(p.dtype, buf.o, element_offset(p.o, false, b, h, i, d), o);
           }

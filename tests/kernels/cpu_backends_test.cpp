@@ -343,6 +343,8 @@ TEST_P(CpuBitwise, BatchInvariant) {
     GTEST_SKIP() << b.name() << " does not claim batch invariance";
   }
   const std::vector<std::string> ids = {
+      // A plain batch, which every CPU backend takes.
+      "b3.hq2.l17.s70.dqk16.f32.seed7",
       "b3.hq4.hkv2.l1.s1500.dqk64.bf16.kvlen=1500_700_1100.seed1",
       // Long enough that chunk lengths are not clamped to the minimum: a split rule that
       // looked at the batch (S, B) instead of S_b would show here.

@@ -7,6 +7,7 @@
 
 #include "conformance/judge/tolerance.hpp"
 #include "core/guarded_buffer.hpp"
+#include "tests/conformance/properties/prop_util.hpp"
 
 namespace sdpa::props {
 
@@ -93,6 +94,11 @@ std::string run_kernel(const Backend& b, const Problem& p, const InputBuffers& i
                        const TargetRun& opt, Outputs* out) {
   Problem pl = p;
   pl.want_lse = b.capabilities().lse_output;
+  if (const Support s = b.supports(pl, test_support::target_device(opt.target)); !s.ok()) {
+    std::string why;
+    for (const auto& r : s.all_reasons()) why += (why.empty() ? "" : "; ") + r;
+    discard_declined(b, why);
+  }
   const std::int64_t B = p.batch, H = p.heads_q, L = p.len_q, S = p.len_kv, Dv = p.head_dim_v;
   const std::size_t esz = dtype_size(p.dtype);
   GuardedBuffer o("o", esz, o_view(p), p.o.base_offset);

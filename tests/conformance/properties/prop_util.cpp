@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iostream>
 #include <sstream>
 
 #include "kernels/registry.hpp"
@@ -17,6 +18,12 @@ namespace sdpa::props {
 
 using namespace sdpa::conformance;
 namespace {
+
+// The reason of the last problem a backend declined in the running property.
+std::string& last_decline() {
+  static thread_local std::string s;
+  return s;
+}
 
 // The message of the last failing run of the property being checked: after shrinking, the
 // minimal case's (RapidCheck shrinks by rerunning; the last failure is the one it keeps).
@@ -125,6 +132,11 @@ void fail(const std::string& message) {
   RC_FAIL(message);
 }
 
+void discard_declined(const Backend& b, const std::string& why) {
+  last_decline() = std::string(b.name()) + " declines: " + why;
+  RC_DISCARD(last_decline());
+}
+
 void require_pass(const Backend& b, const Case& c, const TargetRun& opt) {
   if (std::string why = judge(b, c, opt); !why.empty()) fail(why);
 }
@@ -137,7 +149,17 @@ void check_property(const std::string& what, const rc::detail::Property& propert
   rc::detail::TestParams params = rc::detail::configuration().testParams;
   params.maxSuccess = std::max(1, static_cast<int>(std::lround(params.maxSuccess * weight)));
   last_failure().clear();
+  last_decline().clear();
   const rc::detail::TestResult result = rc::detail::checkProperty(property, metadata, params);
+  if (result.template is<rc::detail::GaveUpResult>() && !last_decline().empty()) {
+    const auto& gave_up = result.template get<rc::detail::GaveUpResult>();
+    // Every drawn problem (or nearly every one) was declined: nothing of this property is the
+    // backend's to answer. A skip with the reason, never a silent pass.
+    if (gave_up.numSuccess == 0) GTEST_SKIP() << what << ": " << last_decline();
+    std::cout << "note: " << what << ": ran " << gave_up.numSuccess
+              << " problems; the others were declined (" << last_decline() << ")\n";
+    return;
+  }
   if (!result.template is<rc::detail::SuccessResult>()) {
     std::ostringstream rc_message;
     rc::detail::printResultMessage(result, rc_message);

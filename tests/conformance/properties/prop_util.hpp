@@ -62,6 +62,12 @@ std::string judge(const Backend& b, const Case& c, const TargetRun& opt,
 // failure prints, for the minimal case after shrinking).
 [[noreturn]] void fail(const std::string& message);
 
+// Discards the running RapidCheck case because the backend declines it (`why`): a test body
+// runs over every backend, and a problem a backend declines is not its to answer ("decline or
+// be correct"; judge() checks the decline against the declared capabilities). When a backend
+// declines every problem a property draws, check_property skips the test naming the reason.
+[[noreturn]] void discard_declined(const Backend& b, const std::string& why);
+
 // judge() and fail() on a non-empty verdict.
 void require_pass(const Backend& b, const Case& c, const TargetRun& opt);
 
