@@ -50,6 +50,19 @@ double agreement(double ref, double gold, double scale, std::string* kind) {
   return excess / scale;  // infinity when M = 0
 }
 
+// Records one compared element in `a`: the first NaN / inf mismatch (`kind`, set by
+// agreement()) and, when its c is the worst so far, c and where it is.
+void note_element(Agreement& a, const std::string& kind, double c, double ref, double gold,
+                  const std::string& where, double* worst, std::string* worst_where) {
+  if (!kind.empty() && a.mismatch.empty()) {
+    a.mismatch = kind + " at " + where + ": reference " + num(ref) + ", golden " + num(gold);
+  }
+  if (c > *worst) {
+    *worst = c;
+    *worst_where = where + ": reference " + num(ref) + ", golden " + num(gold);
+  }
+}
+
 }  // namespace
 
 double Agreement::worst() const {
@@ -74,13 +87,7 @@ Agreement compare_with_reference(const GoldenCase& g, reference::Precision preci
   std::string kind;
   auto note = [&](double c, double ref, double gold, const std::string& where, double* worst,
                   std::string* worst_where) {
-    if (!kind.empty() && a.mismatch.empty()) {
-      a.mismatch = kind + " at " + where + ": reference " + num(ref) + ", golden " + num(gold);
-    }
-    if (c > *worst) {
-      *worst = c;
-      *worst_where = where + ": reference " + num(ref) + ", golden " + num(gold);
-    }
+    note_element(a, kind, c, ref, gold, where, worst, worst_where);
   };
   for (std::int64_t b = 0; b < B; ++b)
     for (std::int64_t h = 0; h < H; ++h)
@@ -121,13 +128,7 @@ Agreement compare_mha_with_reference(const MhaGoldenCase& g, int threads) {
   std::string kind;
   auto note = [&](double c, double ref, double gold, const std::string& where, double* worst,
                   std::string* worst_where) {
-    if (!kind.empty() && a.mismatch.empty()) {
-      a.mismatch = kind + " at " + where + ": reference " + num(ref) + ", golden " + num(gold);
-    }
-    if (c > *worst) {
-      *worst = c;
-      *worst_where = where + ": reference " + num(ref) + ", golden " + num(gold);
-    }
+    note_element(a, kind, c, ref, gold, where, worst, worst_where);
   };
   const auto at = [&](std::int64_t t, std::int64_t b, std::int64_t n, std::int64_t f) {
     return static_cast<std::size_t>(p.batch_first ? (b * n + t) * f : (t * B + b) * f);
