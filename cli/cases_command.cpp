@@ -110,7 +110,7 @@ int run(const Options& opt) {
   cases.reserve(selected.size());
   inputs.reserve(selected.size());
   std::map<std::string, std::unique_ptr<golden::GoldenFile>> files;
-  std::set<std::string> seen;  // a tier may name a case twice (ci includes smoke's golden set)
+  std::set<std::string> seen;  // --case may name a case twice
   std::size_t repeats = 0;
   for (const auto& [id, file] : selected) {
     if (!seen.insert(id).second) {

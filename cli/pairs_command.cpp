@@ -14,6 +14,7 @@
 #include "cli/commands.hpp"
 #include "conformance/engine/pair_coverage.hpp"
 #include "conformance/engine/tier.hpp"
+#include "conformance/engine/tier_cases.hpp"
 #include "golden/golden_file.hpp"
 #include "kernels/registry.hpp"
 
@@ -50,14 +51,8 @@ conformance::CoverageRun load_run(const std::string& spec) {
     }
     run.threads = std::stoi(t);
   }
-  const conformance::TierEntries tier = conformance::load_tier(
-      run.name, conformance::default_tiers_dir(), conformance::default_source_dir());
-  run.case_ids = tier.case_ids;
   // A golden file's groups are canonical case IDs: its cases count as the run runs them.
-  for (const auto& file : tier.golden_files) {
-    const golden::GoldenFile g(file);
-    run.case_ids.insert(run.case_ids.end(), g.case_ids().begin(), g.case_ids().end());
-  }
+  for (const auto& c : conformance::tier_cases(run.name)) run.case_ids.push_back(c.id);
   return run;
 }
 

@@ -233,9 +233,16 @@ std::string render_html(const RunSummary& run) {
   };
   meta("tier", run.tier);
   meta("device", run.device);
-  meta("cases", std::to_string(total.total));
+  // A result is one (case, backend, SIMD target) verdict: say which is which.
+  const RunCoverage coverage = run_coverage(run);
+  std::string targets;
+  for (const auto& t : coverage.simd_targets) targets += (targets.empty() ? "" : ", ") + t;
+  meta("results", std::to_string(total.total));
+  meta("cases", std::to_string(coverage.cases));
+  meta("backends", std::to_string(coverage.backends));
+  meta("SIMD targets", targets.empty() ? "-" : targets);
   meta("wall time", reports::format_number(run.seconds, 4) + " s");
-  meta("cases per second",
+  meta("results per second",
        run.seconds > 0 ? reports::format_number(static_cast<double>(total.total) / run.seconds, 4)
                        : "-");
   meta("seed", std::to_string(run.seed));

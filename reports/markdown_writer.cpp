@@ -18,10 +18,21 @@ using reports::md_text;
 constexpr std::size_t kWorstInMarkdown = 5;
 constexpr std::size_t kWarningsInMarkdown = 10;
 
-std::string cases_per_second(const RunSummary& run) {
+std::string results_per_second(const RunSummary& run) {
   if (!(run.seconds > 0)) return "";
   return " (" + reports::format_number(static_cast<double>(run.records.size()) / run.seconds) +
-         " cases/s)";
+         " results/s)";
+}
+
+// "N results (C cases, B backends; SIMD targets: ...)": a result is one (case, backend,
+// SIMD target) verdict.
+std::string results_text(const RunSummary& run) {
+  const RunCoverage c = run_coverage(run);
+  std::string targets;
+  for (const auto& t : c.simd_targets) targets += (targets.empty() ? "" : ", ") + t;
+  return std::to_string(c.results) + " results (" + std::to_string(c.cases) + " cases, " +
+         std::to_string(c.backends) + " backends" +
+         (targets.empty() ? "" : "; SIMD targets: " + targets) + ")";
 }
 
 }  // namespace
@@ -33,10 +44,10 @@ std::string render_markdown(const RunSummary& run, const MarkdownLimits& limits)
   md += ok ? "## sdpa-cts conformance: \xE2\x9C\x85 passed\n\n"
            : "## sdpa-cts conformance: \xE2\x9D\x8C failed\n\n";
   md += md_code(summary_line(total)) + "\n\n";
-  md += "Tier " + md_code(run.tier) + " on " + md_code(run.device) + ": " +
-        std::to_string(total.total) + " cases in " + reports::format_number(run.seconds, 3) + " s" +
-        cases_per_second(run) + ", seed " + std::to_string(run.seed) + ", tolerances " +
-        md_code(run.tolerance_version) + ", sdpa-cts " + md_code(run.tool_version) +
+  md += "Tier " + md_code(run.tier) + " on " + md_code(run.device) + ": " + results_text(run) +
+        " in " + reports::format_number(run.seconds, 3) + " s" + results_per_second(run) +
+        ", seed " + std::to_string(run.seed) + ", tolerances " + md_code(run.tolerance_version) +
+        ", sdpa-cts " + md_code(run.tool_version) +
         (run.started_at.empty() ? "" : ", started " + md_text(run.started_at)) + ".\n\n";
 
   // Status table: PASS and FAIL always, other statuses only when they occur.

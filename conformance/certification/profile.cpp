@@ -11,6 +11,7 @@
 
 #include "conformance/engine/pair_coverage.hpp"
 #include "conformance/engine/tier.hpp"
+#include "conformance/engine/tier_cases.hpp"
 #include "core/case_id.hpp"
 #include "golden/golden_file.hpp"
 #include "kernels/registry.hpp"
@@ -322,10 +323,9 @@ std::vector<std::pair<std::string, std::string>> profile_cases(const Profile& pr
                                                                std::uint64_t seed) {
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& id : profile.frozen) out.emplace_back(id, "");
-  for (const auto& f : profile.golden_files) {
-    const golden::GoldenFile file(f);
-    for (const auto& id : file.case_ids()) out.emplace_back(id, f);
-  }
+  std::vector<TierCase> golden;  // each distinct golden case once (tier_cases.hpp)
+  for (const auto& f : profile.golden_files) append_golden_cases(f, "", golden);
+  for (const auto& c : golden) out.emplace_back(c.id, c.golden_file);
   for (const auto& id : sampled_cases(profile, seed)) out.emplace_back(id, "");
   return out;
 }

@@ -6,6 +6,7 @@
 #include "conformance/engine/case_sampler.hpp"
 #include "conformance/engine/command_line_case.hpp"
 #include "conformance/engine/tier.hpp"
+#include "conformance/engine/tier_cases.hpp"
 #include "core/case_id.hpp"
 #include "golden/golden_file.hpp"
 
@@ -57,12 +58,7 @@ std::vector<SelectedCase> select_cases(const CaseSelection& s, std::string* name
     }
   } else {
     *name = s.tier.empty() ? "smoke" : s.tier;
-    const TierEntries t = load_tier(*name, default_tiers_dir(), default_source_dir());
-    for (const auto& id : t.case_ids) cases.emplace_back(id, "");
-    for (const auto& f : t.golden_files) {
-      const golden::GoldenFile file(f);
-      for (const auto& id : file.case_ids()) cases.emplace_back(id, f);
-    }
+    for (const auto& c : tier_cases(*name)) cases.emplace_back(c.id, c.golden_file);
   }
   if (s.seed != 0 && s.sample == 0) {
     for (auto& [id, file] : cases) {

@@ -1,6 +1,23 @@
 #include "reports/records/run_record.hpp"
 
+#include <set>
+
 namespace sdpa::conformance {
+
+RunCoverage run_coverage(const RunSummary& run) {
+  std::set<std::string> cases, backends, targets;
+  for (const auto& r : run.records) {
+    cases.insert(r.case_id);
+    backends.insert(r.backend);
+    targets.insert(r.simd_target.empty() ? "best" : r.simd_target);
+  }
+  RunCoverage c;
+  c.results = run.records.size();
+  c.cases = cases.size();
+  c.backends = backends.size();
+  c.simd_targets.assign(targets.begin(), targets.end());
+  return c;
+}
 
 StatusCounts count_statuses(const RunSummary& run) {
   StatusCounts c;

@@ -50,6 +50,19 @@ struct RunSummary {
   std::string expectations;         // the known-failure file it ran with ("" = none)
 };
 
+// What a run's records cover: a result is one (case, backend, SIMD target) verdict, so a
+// run of C cases on B backends and T targets has up to C x B x T results.
+struct RunCoverage {
+  std::size_t results = 0;                // records
+  std::size_t cases = 0;                  // distinct case IDs
+  std::size_t backends = 0;               // distinct backend names
+  std::vector<std::string> simd_targets;  // distinct targets, sorted; "best" for records
+                                          // run on each backend's best target ("")
+};
+
+// The coverage of `run`'s records.
+RunCoverage run_coverage(const RunSummary& run);
+
 // Records per status of a run.
 StatusCounts count_statuses(const RunSummary& run);
 

@@ -4,7 +4,7 @@ of the same cases can be compared with diff. Usage: strip_timing.py FILE
 
 Timings (docs/REPORTS.md) are: each record's "seconds" in results.jsonl; "started_at",
 "seconds", "case_seconds" and "cases_per_second" in summary.json; every time= and timestamp=
-attribute and the started_at property in junit.xml; the wall time, cases per second and start
+attribute and the started_at property in junit.xml; the wall time, results per second and start
 time of the summary.md sentence and of the report.html header table.
 """
 import json
@@ -30,10 +30,10 @@ elif name == "junit.xml":
     text = re.sub(r' (time|timestamp)="[^"]*"', "", text)
     text = re.sub(r'<property name="started_at" value="[^"]*"/>', "", text)
 elif name == "summary.md":
-    text = re.sub(r" cases in \S+ s( \(\S+ cases/s\))?,", " cases in (time),", text)
+    text = re.sub(r"\) in \S+ s( \(\S+ results/s\))?,", ") in (time),", text)
     text = re.sub(r", started \S+\.\n", ", started (time).\n", text)
 elif name == "report.html":
-    text = re.sub(r"<tr><th>(wall time|cases per second|started at)</th><td>[^<]*</td></tr>",
+    text = re.sub(r"<tr><th>(wall time|results per second|started at)</th><td>[^<]*</td></tr>",
                   r"<tr><th>\1</th><td>(time)</td></tr>", text)
 else:
     sys.exit("strip_timing.py: unknown report file " + path)

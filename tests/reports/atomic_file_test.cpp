@@ -122,6 +122,22 @@ TEST_F(AtomicFile, ReadOnlyDirectoryKeepsTheOldFile) {
   EXPECT_EQ(listing(dir_), (std::set<std::string>{"out.txt"}));
 }
 
+// The same failure for every user, root included (CI runs as root, which writes into
+// read-only directories): a name whose temporary file's name is too long for the file
+// system (NAME_MAX), so the temporary file cannot be created. The old file stays.
+TEST_F(AtomicFile, UncreatableTemporaryFileKeepsTheOldFile) {
+  const fs::path f = dir_ / std::string(250, 'x');  // its ".<name>.tmp-PID-N" is > 255 bytes
+  {
+    std::ofstream old(f);
+    ASSERT_TRUE(old << "old") << "cannot create " << f;
+  }
+  expect_error([&] { write_file_atomically(f.string(), "new"); },
+               {"cannot write '" + f.string() + "'", "cannot create the temporary file",
+                "File name too long"});
+  EXPECT_EQ(read(f), "old");
+  EXPECT_EQ(listing(dir_), (std::set<std::string>{f.filename().string()}));
+}
+
 // A write that fails half way (the file size limit, which binds root too): the old file is
 // intact and the partial temporary file is gone.
 TEST_F(AtomicFile, FailureHalfWayKeepsTheOldFile) {

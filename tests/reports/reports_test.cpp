@@ -732,6 +732,42 @@ TEST(ReportsNotJudged, ListedEverywhereAndNeverAFailure) {
   EXPECT_NE(text.find(big.message), std::string::npos);
 }
 
+// A result is one (case, backend, SIMD target) verdict: the headers count results, distinct
+// cases and backends, and name the targets, never calling results "cases".
+TEST(ReportsHeaders, ResultsCasesBackendsAndTargets) {
+  RunSummary run;
+  run.seconds = 2;
+  for (const char* id : {"b1.hq1.hkv1.l2.s2.dqk4.dv4.f32.seed1.gen=normal",
+                         "b1.hq1.hkv1.l3.s3.dqk4.dv4.f32.seed1.gen=normal"})
+    for (const char* backend : {"cpu.math", "cpu.flash"})
+      for (const char* simd : {"", "avx2", "scalar"}) {
+        CaseRecord r;
+        r.case_id = id;
+        r.backend = backend;
+        r.simd_target = simd;
+        run.records.push_back(r);
+      }
+  const RunCoverage c = run_coverage(run);
+  EXPECT_EQ(c.results, 12u);
+  EXPECT_EQ(c.cases, 2u);
+  EXPECT_EQ(c.backends, 2u);
+  EXPECT_EQ(c.simd_targets, (std::vector<std::string>{"avx2", "best", "scalar"}));
+  const std::string md = render_markdown(run);
+  EXPECT_NE(md.find("12 results (2 cases, 2 backends; SIMD targets: avx2, best, scalar) in 2 s "
+                    "(6 results/s)"),
+            std::string::npos)
+      << md;
+  const std::string html = render_html(run);
+  for (const char* row :
+       {"<tr><th>results</th><td>12</td></tr>", "<tr><th>cases</th><td>2</td></tr>",
+        "<tr><th>backends</th><td>2</td></tr>",
+        "<tr><th>SIMD targets</th><td>avx2, best, scalar</td></tr>",
+        "<tr><th>results per second</th><td>6</td></tr>"}) {
+    EXPECT_NE(html.find(row), std::string::npos) << row;
+  }
+  EXPECT_EQ(html.find("cases per second"), std::string::npos);
+}
+
 TEST(ReportsUtil, RatioBins) {
   EXPECT_EQ(reports::ratio_bin(0), 0u);
   EXPECT_EQ(reports::ratio_bin(-1), 0u);

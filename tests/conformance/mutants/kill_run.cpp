@@ -18,12 +18,11 @@ namespace sdpa::testing {
 using namespace sdpa::conformance;
 namespace {
 
-// A status that does not kill: the backend passed or declined, or the case cannot
-// discriminate (MISTRUSTED: within the bound on an all-zero exact output). What the control
-// may get.
-bool survives(Status s) {
-  return s == Status::pass || s == Status::not_supported || s == Status::mistrusted;
-}
+// The gate's rule, the one kill rule of the suite: a mutant is killed by a case only when
+// the case fails the gate, i.e. `sdpa-cts run` would exit 1 for it (FAIL, CRASH or TIMEOUT:
+// reports/records/status.hpp is_failure). A QUALITY_WARNING, MISTRUSTED or INVALID record
+// leaves the exit code 0, so it does not kill.
+bool survives(Status s) { return !is_failure(s); }
 
 // Judges generated and golden cases the way `sdpa-cts run` does; golden files open once.
 class Judge {
@@ -43,19 +42,6 @@ class Judge {
 };
 
 }  // namespace
-
-std::vector<TierCase> tier_cases(const std::string& tier) {
-  const TierEntries t = load_tier(tier, default_tiers_dir(), default_source_dir());
-  std::vector<TierCase> out;
-  for (std::size_t i = 0; i < t.case_ids.size(); ++i)
-    out.push_back({t.case_ids[i], "", t.case_families[i]});
-  for (std::size_t f = 0; f < t.golden_files.size(); ++f) {
-    const golden::GoldenFile file(t.golden_files[f]);
-    for (const auto& id : file.case_ids())
-      out.push_back({id, t.golden_files[f], t.golden_families[f]});
-  }
-  return out;
-}
 
 std::size_t KillRun::killed() const {
   std::size_t n = 0;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "conformance/engine/check_case.hpp"
+#include "conformance/engine/tier_cases.hpp"
 #include "tests/conformance/mutants/mutation.hpp"
 
 namespace sdpa::testing {
@@ -15,14 +16,8 @@ namespace sdpa::testing {
 using namespace sdpa::conformance;
 
 // One case of a tier, generated or golden, with the family its tier file gives it.
-struct TierCase {
-  std::string id;           // canonical case ID
-  std::string golden_file;  // "" = generated data; else the golden file holding it
-  std::string family;       // family of the tier file (docs/TESTING.md), e.g. "masks"
-};
-
-// The cases of a tier in tier order: generated cases, then each golden file's cases.
-std::vector<TierCase> tier_cases(const std::string& tier);
+using conformance::tier_cases;
+using conformance::TierCase;
 
 // What killed one mutant.
 struct Kill {
