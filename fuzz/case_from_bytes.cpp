@@ -61,6 +61,8 @@ Case case_from_bytes(FuzzInput& in) {
     options.max_len = kFuzzMaxLen + kFuzzLongKeys;
     options.max_work = kFuzzLongWork;
   }
+  // Last again (after the long-keys byte): the inputs' strides (StrideKind).
+  c.stride_kind = static_cast<int>(in.range(0, conformance::kStrideKindCount - 1));
   return conformance::build_case(c, options);
 }
 

@@ -151,6 +151,24 @@ double table_entry(const std::array<double, N>& table, int index) {
   return table[1 + static_cast<std::size_t>(index - 1) % (N - 1)];
 }
 
+// Rewrites p's strides (already set by its layout) for `kind`: explicit strides of views.
+void apply_stride_kind(Problem& p, StrideKind kind) {
+  if (kind == StrideKind::head_dim_2) {
+    for (TensorLayout* t : {&p.q, &p.k, &p.v, &p.o}) {
+      for (auto& s : t->stride) s *= 2;
+    }
+  } else if (kind == StrideKind::transposed) {
+    // Each (b, h) block of K and V holds [D][rows]: row stride 1, head-dim stride = rows.
+    const std::int64_t rows = rows_kv(p);
+    auto set = [&](TensorLayout& t, std::int64_t dim) {
+      const std::int64_t head = rows * dim;
+      t.stride = {p.packed ? 0 : p.heads_kv * head, head, 1, rows};
+    };
+    set(p.k, p.head_dim_qk);
+    set(p.v, p.head_dim_v);
+  }
+}
+
 // Applies the families (masks, lengths, softcap, ...) to p, whose sizes are final.
 void apply_families(Problem& p, const CaseChoices& c, const SamplerOptions& o, ModelPreset preset) {
   int varlen = c.varlen;
@@ -192,6 +210,10 @@ void apply_families(Problem& p, const CaseChoices& c, const SamplerOptions& o, M
   } else {
     apply_layout(p, LayoutKind::bhsd, 0, 0);
   }
+  if (o.layouts)
+    apply_stride_kind(
+        p, static_cast<StrideKind>(((c.stride_kind % kStrideKindCount) + kStrideKindCount) %
+                                   kStrideKindCount));
 }
 
 // A stream of 32-bit words: Philox4x32-10 keyed by the seed, counter (n, "SAMP").
@@ -387,6 +409,8 @@ CaseChoices draw_choices(std::uint64_t seed, const SamplerOptions& o) {
   // The data last: half the time a plain generator (the first four), else any that applies.
   c.generator = static_cast<int>(d.chance(50) ? d.below(4) : d.below(1 << 20));
   c.seed = d.u64() % 1000000007u;
+  // Drawn after the data so that the earlier choices of a seed stay what they were.
+  c.stride_kind = d.chance(10) ? 1 + static_cast<int>(d.below(kStrideKindCount - 1)) : 0;
   return c;
 }
 

@@ -79,6 +79,16 @@ struct SamplerOptions {
   bool model_shapes = true;
 };
 
+// How the inputs are laid out beyond lay / gap / off, as explicit strides (qst/kst/vst/ost in
+// the case ID): what frameworks pass as views. A coverage dimension of the sampler.
+enum class StrideKind {
+  unit = 0,        // the layout's own strides: the head dimension is contiguous
+  head_dim_2 = 1,  // every tensor a view x[..., ::2]: head-dim stride 2, other strides doubled
+  transposed = 2,  // K and V stored head-dim major (a transposed view): row stride 1,
+                   // head-dim stride = rows of the head
+};
+inline constexpr int kStrideKindCount = 3;
+
 // Raw draws of one case. build_case() accepts any values: out-of-range ones are clamped,
 // and a feature whose family is off in the options is ignored.
 struct CaseChoices {
@@ -109,6 +119,7 @@ struct CaseChoices {
   bool layout_bshd = false;              // lay=bshd
   std::int64_t gap = 0;                  // row gap, clamped to [0, 16]
   std::int64_t offset = 0;               // base offset, clamped to [0, 16]
+  int stride_kind = 0;                   // StrideKind of the inputs, reduced modulo its count
   bool lse = false;                      // want LSE
   bool weights = false;                  // want attention weights
   int generator = 0;                     // index into sampler_generators(problem, options)

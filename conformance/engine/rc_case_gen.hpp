@@ -93,6 +93,7 @@ inline rc::Gen<CaseChoices> gen_case_choices(const SamplerOptions& options) {
     c.layout_bshd = *flag(20);
     c.gap = *choice(20, 8);
     c.offset = *choice(20, 8);
+    c.stride_kind = *choice(10, kStrideKindCount);
     c.lse = *flag(30);
     c.weights = *flag(15);
     // The data: the generator (an index into sampler_generators, reduced there) and the

@@ -190,10 +190,12 @@ CaseOutcome judge(const Backend& backend, const Problem& p, InputBuffers& in, co
       // over the row) stands for both, twice (table 2026-12-2; before it the logit term was
       // missing and correct weights failed at large logits, Dqk or scale).
       const std::int64_t row = static_cast<std::int64_t>(x) / std::max<std::int64_t>(S, 1);
-      const double logit_rel = 2 * lse_tolerance(wf, ref, row);
-      double tol = dtype_unit_roundoff(p.dtype) * (4 + std::fabs(want)) * std::fabs(want) +
-                   64 * dtype_unit_roundoff(contract.accumulate) * std::fabs(want) +
-                   logit_rel * std::fabs(want) + wf.floor;
+      const double logit_rel = table.weights_lse_factor * lse_tolerance(wf, ref, row);
+      double tol =
+          dtype_unit_roundoff(p.dtype) * (table.weights_p_growth + std::fabs(want)) *
+              std::fabs(want) +
+          table.weights_acc_roundings * dtype_unit_roundoff(contract.accumulate) * std::fabs(want) +
+          logit_rel * std::fabs(want) + wf.floor;
       if (cap > 0) tol += cap * mag_w[x];
       double err;
       const double q = ratio_of(got, want, tol, &err);
@@ -255,16 +257,18 @@ CaseOutcome judge(const Backend& backend, const Problem& p, InputBuffers& in, co
       }
     }
   }
-  // Slack of eight output roundings of the largest value: on small, accurate problems the
+  // Slack of some output roundings of the largest value: on small, accurate problems the
   // naive error is itself a few roundings, and a kernel with a polynomial exp (about 1e-7
-  // relative) is not worse in any way that matters.
-  const double allowed = 2 * naive_err + 8 * dtype_unit_roundoff(p.dtype) * max_abs;
+  // relative) is not worse in any way that matters (ToleranceTable).
+  const double allowed = table.quality_naive_factor * naive_err +
+                         table.quality_output_roundings * dtype_unit_roundoff(p.dtype) * max_abs;
   if (kernel_err > allowed) {
     out.status = Status::quality_warning;
     std::ostringstream m;
-    m << "within tolerance, but max error " << kernel_err
-      << " exceeds 2x the naive same-precision error " << naive_err
-      << " (the worse of two summation orders; + 8 output roundings)";
+    m << "within tolerance, but max error " << kernel_err << " exceeds "
+      << table.quality_naive_factor << "x the naive same-precision error " << naive_err
+      << " (the worse of two summation orders; + " << table.quality_output_roundings
+      << " output roundings)";
     out.message = m.str();
   }
   return out;

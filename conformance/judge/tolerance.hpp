@@ -26,9 +26,25 @@
 
 namespace sdpa::conformance {
 
+// Every constant of the judge's bounds. A change of any of them is a new version, recorded
+// with its reason in docs/CONFORMANCE.md ("Versions of the table"); the version is in every
+// report and bundle.
 struct ToleranceTable {
-  std::string version = "2026-12-4";  // bump when any factor changes
+  std::string version = "2026-12-5";  // bump when any constant below changes
   double safety = 4.0;                // multiplies the probabilistic growth factors
+
+  // Attention weights P = exp(s - LSE): tol = u_out (weights_p_growth + P) P
+  //   + weights_acc_roundings u_acc P + weights_lse_factor tol_LSE(row) P + floor.
+  double weights_p_growth = 4.0;        // roundings of s - LSE and exp, relative to P
+  double weights_acc_roundings = 64.0;  // accumulator roundings of the row's LSE, relative to P
+  double weights_lse_factor = 2.0;      // the row's LSE bound stands for s_j's error, twice
+
+  // Quality gate (QUALITY_WARNING): the kernel's max error against the exact result may be at
+  // most quality_naive_factor times the naive same-precision algorithm's (the worse of its
+  // summation orders, naive_baseline.hpp) plus quality_output_roundings output roundings of
+  // the largest |O|.
+  double quality_naive_factor = 2.0;
+  double quality_output_roundings = 8.0;
 };
 
 // The resolved factors for one problem and contract.
