@@ -8,6 +8,7 @@
 // Exit codes: 0 every possible pair covered, 1 some uncovered, 2 bad input.
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <sstream>
 
@@ -113,7 +114,15 @@ int run(const Options& o) {
                 << " of " << possible << " possible covered ("
                 << (possible == 0 ? 100.0 : 100.0 * cov.covered.size() / possible) << " %), "
                 << cov.impossible.size() << " not possible, " << cov.uncovered.size()
-                << " uncovered (" << cov.jobs << " jobs)\n";
+                << " uncovered (" << cov.jobs << " jobs";
+      if (cov.not_run > 0)
+        std::cout << "; " << cov.not_run << " pairs with SIMD targets these runs lack, not counted";
+      std::cout << ")\n";
+      // The reasons of the pairs no case can have, each with its count.
+      std::map<std::string, int> reasons;
+      for (const auto& r : cov.impossible_reasons) ++reasons[r];
+      for (const auto& [reason, n] : reasons)
+        std::cout << "  not possible (" << n << "): " << reason << "\n";
       for (std::size_t k = 0; k < cov.uncovered.size() && static_cast<int>(k) < o.list_uncovered;
            ++k) {
         std::cout << "  uncovered: " << conformance::describe_pair(cov.dimensions, cov.uncovered[k])
@@ -122,7 +131,8 @@ int run(const Options& o) {
       for (std::size_t k = 0; k < cov.impossible.size() && static_cast<int>(k) < o.list_impossible;
            ++k) {
         std::cout << "  not possible: "
-                  << conformance::describe_pair(cov.dimensions, cov.impossible[k]) << "\n";
+                  << conformance::describe_pair(cov.dimensions, cov.impossible[k]) << ": "
+                  << cov.impossible_reasons[k] << "\n";
       }
       if (!cov.uncovered.empty()) all = false;
     }

@@ -98,7 +98,8 @@ PairRestriction pair_restriction(const std::set<std::string>& r) {
   x.values["causal"] = with(with({"none"}, "causal=tl", "tl"), "causal=br", "br");
   x.values["window"] = with({"off"}, "window", "on");
   x.values["mask"] = with(with({"none"}, "mask=bool", "bool"), "mask=add", "add");
-  x.values["dropout"] = with({"off"}, "dropout", "on");
+  x.values["dropout"] =
+      with(with({"off"}, "dropout", "in_first_key_block"), "dropout", "past_first_key_block");
   x.values["softcap"] = with({"off"}, "softcap", "on");
   x.values["varlen"] = with(with({"none"}, "varlen=padded", "padded"), "varlen=packed", "packed");
   x.values["heads"] =

@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <tuple>
 
 #include "core/problem.hpp"
+#include "kernels/attended_keys.hpp"
+#include "kernels/lowered_problem.hpp"
 
 namespace sdpa::conformance {
 namespace {
@@ -72,6 +75,28 @@ std::int64_t length_for(int index, const std::vector<std::int64_t>& cuts) {
   return (cuts[k - 1] + cuts[k]) / 2 + 1;                          // between two
 }
 
+// The first key block of `backend` for p: its first key cut (the key chunk when that is 0).
+std::int64_t first_key_block(const Problem& p, const TilingCuts& lb) {
+  std::int64_t k = lb.key_cuts.front();
+  if (k == 0 && lb.key_chunk) k = lb.key_chunk(p.len_kv, p.head_dim_qk, p.head_dim_v);
+  return k;
+}
+
+// The largest key index some query row attends by the structural masks and lengths (causal,
+// window, per-batch lengths; a mask tensor is data and not looked at), or -1 when none.
+std::int64_t last_attended_key(const Problem& p) {
+  const KeyStructure st = key_structure(p);
+  std::int64_t last = -1;
+  for (std::int64_t b = 0; b < p.batch; ++b) {
+    const std::int64_t lb = seqlen_q(p, b), sb = seqlen_kv(p, b);
+    for (std::int64_t i = 0; i < lb; ++i) {
+      const KeyInterval r = attended_keys(st, i, lb, sb);
+      if (r.hi > r.lo) last = std::max(last, r.hi - 1);
+    }
+  }
+  return last;
+}
+
 const std::vector<IsaTarget> kAllIsas = {IsaTarget::scalar, IsaTarget::avx2, IsaTarget::avx512,
                                          IsaTarget::avx512bf16};
 
@@ -95,7 +120,9 @@ std::vector<PairDimension> pair_dimensions(const Backend& backend) {
       {"causal", {"none", "tl", "br"}, true},
       {"window", {"off", "on"}, true},
       {"mask", {"none", "bool", "add"}, true},
-      {"dropout", {"off", "on"}, true},
+      // Effective: whether the keys some row attends reach past the first key block, where a
+      // keep-mask indexed per block instead of per key would repeat the first block's bits.
+      {"dropout", {"off", "in_first_key_block", "past_first_key_block"}, true},
       {"softcap", {"off", "on"}, true},
       {"varlen", {"none", "padded", "packed"}, true},
       {"heads", {"mha", "gqa", "mqa"}, true},
@@ -120,7 +147,7 @@ std::vector<int> classify_job(const Case& c, const Backend& backend, IsaTarget i
   v[kCausal] = static_cast<int>(p.causal);
   v[kWindow] = p.window.enabled ? 1 : 0;
   v[kMask] = static_cast<int>(p.mask);
-  v[kDropout] = p.dropout_p > 0 ? 1 : 0;
+  v[kDropout] = p.dropout_p <= 0 ? 0 : last_attended_key(p) < first_key_block(p, lb) ? 1 : 2;
   v[kSoftcap] = p.softcap > 0 ? 1 : 0;
   v[kVarlen] = p.packed ? 2 : (!p.seqlens_q.empty() || !p.seqlens_kv.empty()) ? 1 : 0;
   v[kHeads] = p.heads_q == p.heads_kv ? 0 : p.heads_kv == 1 ? 2 : 1;
@@ -194,8 +221,7 @@ std::string case_for(const std::vector<int>& a, const Backend& backend, bool lse
   const std::int64_t hkv = hq / group;
   const std::int64_t dqk = a[kHeadDim] == 0 ? 32 : 24;
   const std::int64_t rows = length_for(a[kRows], lb.row_cuts);
-  const std::int64_t l =
-      lb.group_rows ? std::max<std::int64_t>(1, (rows + group - 1) / group) : rows;
+  std::int64_t l = lb.group_rows ? std::max<std::int64_t>(1, (rows + group - 1) / group) : rows;
   std::int64_t s;
   if (lb.key_cuts.front() == 0) {
     // below, at, beyond one key chunk (256 keys for these lengths)
@@ -203,6 +229,10 @@ std::string case_for(const std::vector<int>& a, const Backend& backend, bool lse
   } else {
     s = length_for(a[kKeys], lb.key_cuts);
   }
+  // Top-left causal rows reach key i only: dropout past the first key block needs as many
+  // rows as keys, which the row length beyond the last cut (any longer length) allows.
+  if (a[kDropout] == 2 && a[kCausal] == 1 && a[kRows] == static_cast<int>(2 * lb.row_cuts.size()))
+    l = std::max(l, s);
   const std::int64_t batch = a[kVarlen] == 0 ? 2 : 3;
   std::string id = "b";
   id += std::to_string(batch) + ".hq" + std::to_string(hq) + ".hkv" + std::to_string(hkv) + ".l" +
@@ -224,7 +254,7 @@ std::string case_for(const std::vector<int>& a, const Backend& backend, bool lse
     if (a[kVarlen] == 2) id += ".packed";
   }
   if (a[kSoftcap] == 1) id += ".softcap=20";
-  if (a[kDropout] == 1) id += ".p0.3.dseed3.doff7";
+  if (a[kDropout] != 0) id += ".p0.3.dseed3.doff7";  // the keys reached follow the lengths
   if (lse) id += ".lse";
   id += ".seed60.gen=normal";
   return id;
@@ -324,9 +354,6 @@ CoveringSet generate_covering_set(const std::vector<const Backend*>& backends, c
     std::vector<ValuePair> impossible;
     while (!uncovered.empty()) {
       const ValuePair target = *uncovered.begin();
-      std::vector<int> a = start;
-      a[target.d1] = target.v1;
-      a[target.d2] = target.v2;
       // Greedy (AETG-like): each free dimension takes the value that makes the case cover
       // the most uncovered pairs, among the values that keep it runnable.
       auto gain = [&](const std::vector<int>& x) -> int {
@@ -338,24 +365,48 @@ CoveringSet generate_covering_set(const std::vector<const Backend*>& backends, c
         for (const auto& p : got) n += uncovered.count(p) ? 1 : 0;
         return n;
       };
-      int best = gain(a);
-      for (int d = 0; d < kDims; ++d) {
-        if (!dims[d].generated || d == target.d1 || d == target.d2) continue;
-        for (int v = 0; v < static_cast<int>(dims[d].values.size()); ++v) {
-          if (v == a[d] || !is_allowed(d, v)) continue;
-          std::vector<int> b = a;
-          b[d] = v;
-          const int g = gain(b);
-          if (g > best) {
-            best = g;
-            a = b;
+      auto greedy = [&](std::vector<int> a) {
+        int best = gain(a);
+        for (int d = 0; d < kDims; ++d) {
+          if (!dims[d].generated || d == target.d1 || d == target.d2) continue;
+          for (int v = 0; v < static_cast<int>(dims[d].values.size()); ++v) {
+            if (v == a[d] || !is_allowed(d, v)) continue;
+            std::vector<int> b = a;
+            b[d] = v;
+            const int g = gain(b);
+            if (g > best) {
+              best = g;
+              a = b;
+            }
           }
         }
-      }
-      const auto c = best < 0 ? std::nullopt : runnable(a, *backend, device, restriction);
+        return best < 0 ? std::nullopt : runnable(a, *backend, device, restriction);
+      };
+      auto covers_target = [&](const std::optional<Case>& c, std::set<ValuePair>& got) {
+        got.clear();
+        if (c) covered_by(classify_job(*c, *backend, device.cpu.isa, 1), dims, got);
+        return c && got.count(target) > 0;
+      };
+      std::vector<int> a = start;
+      a[target.d1] = target.v1;
+      a[target.d2] = target.v2;
       std::set<ValuePair> got;
-      if (c) covered_by(classify_job(*c, *backend, device.cpu.isa, 1), dims, got);
-      if (!c || !got.count(target)) {
+      std::optional<Case> c = greedy(a);
+      // Effective values (the keys dropout reaches) depend on the lengths together: when the
+      // greedy pass misses the target, it starts again from every pair of row and key
+      // lengths, so that a pair is "not possible" only when no such start builds it.
+      for (int r = 0; !covers_target(c, got) && r < static_cast<int>(dims[kRows].values.size());
+           ++r) {
+        for (int k = 0; k < static_cast<int>(dims[kKeys].values.size()); ++k) {
+          std::vector<int> b = a;
+          if (target.d1 != kRows && target.d2 != kRows) b[kRows] = r;
+          if (target.d1 != kKeys && target.d2 != kKeys) b[kKeys] = k;
+          if (!is_allowed(kRows, b[kRows]) || !is_allowed(kKeys, b[kKeys])) continue;
+          c = greedy(b);
+          if (covers_target(c, got)) break;
+        }
+      }
+      if (!covers_target(c, got)) {
         impossible.push_back(target);
         uncovered.erase(target);
         continue;
@@ -423,6 +474,30 @@ std::vector<std::string> isolated_pair_cases(const Backend& backend, const Devic
   return out;
 }
 
+std::string impossible_reason(const Backend& backend, const std::vector<PairDimension>& dims,
+                              const ValuePair& p) {
+  const std::pair<int, int> values[] = {{p.d1, p.v1}, {p.d2, p.v2}};
+  auto has = [&](int d, int v) { return (p.d1 == d && p.v1 == v) || (p.d2 == d && p.v2 == v); };
+  static const DType kTypes[] = {DType::f32, DType::f16, DType::bf16, DType::f64};
+  for (const auto& [d, v] : values) {
+    if (d != kDtype) continue;
+    const auto& dtypes = backend.capabilities().dtypes;
+    if (std::find(dtypes.begin(), dtypes.end(), kTypes[v]) == dtypes.end())
+      return "the backend does not take " + dims[kDtype].values[static_cast<std::size_t>(v)];
+  }
+  if (has(kMask, 1) && has(kVarlen, 2)) return "a mask tensor cannot be packed";
+  if (has(kMask, 2) && has(kVarlen, 2)) return "a mask tensor cannot be packed";
+  if (has(kDropout, 2)) {
+    for (const auto& [d, v] : values) {
+      // Keys at or below the first key block (labels "<c1" and "=c1"): no key lies past it.
+      if (d == kKeys && v <= 1) return "S is at most the first key block: no key lies past it";
+      if (d == kRows && v == 0 && backend.capabilities().tiling.row_cuts.front() == 1)
+        return "L = 0: no query row attends a key";
+    }
+  }
+  return "";
+}
+
 PairCoverage pair_coverage(const Backend& backend, const Device& device,
                            const std::vector<IsaTarget>& isas, const std::vector<CoverageRun>& runs,
                            const std::vector<ValuePair>& impossible_generated) {
@@ -456,15 +531,22 @@ PairCoverage pair_coverage(const Backend& backend, const Device& device,
   };
   for (const auto& p : all_pairs(dims, any_dims)) {
     // A SIMD target this machine lacks is not part of the run: its pairs are not counted.
-    if ((p.d1 == kSimd && !isa_run(p.v1)) || (p.d2 == kSimd && !isa_run(p.v2))) continue;
+    if ((p.d1 == kSimd && !isa_run(p.v1)) || (p.d2 == kSimd && !isa_run(p.v2))) {
+      ++out.not_run;
+      continue;
+    }
     bool possible = !impossible.count(p);
     for (auto [d, v] : {std::pair{p.d1, p.v1}, std::pair{p.d2, p.v2}}) {
       if (dims[d].generated && !possible_values.count({d, v})) possible = false;
     }
+    // Not possible only with a reason; a value impossible with every partner (the backend's
+    // dtypes) has one.
+    std::string reason = possible ? "" : impossible_reason(backend, dims, p);
     if (got.count(p)) {
       out.covered.push_back(p);
-    } else if (!possible) {
+    } else if (!reason.empty()) {
       out.impossible.push_back(p);
+      out.impossible_reasons.push_back(std::move(reason));
     } else {
       out.uncovered.push_back(p);
     }

@@ -43,15 +43,18 @@ struct ValuePair {
   bool operator==(const ValuePair& o) const;
 };
 
-// The pairs of one backend: covered, not possible (no valid case the backend accepts has
-// both values, as the generator found), and uncovered.
+// The pairs of one backend: covered, not possible, and uncovered. A pair is "not possible"
+// only with a reason that holds for every case (impossible_reason); a pair the generator
+// failed to build without such a reason stays uncovered, so it fails the gate.
 struct PairCoverage {
   std::string backend;
   std::vector<PairDimension> dimensions;
   std::size_t jobs = 0;  // jobs the backend accepts
   std::vector<ValuePair> covered;
   std::vector<ValuePair> impossible;
+  std::vector<std::string> impossible_reasons;  // one per impossible pair
   std::vector<ValuePair> uncovered;
+  std::size_t not_run = 0;  // pairs with a SIMD target the runs did not use (not counted)
 };
 
 // A run: case IDs at one thread count, on every SIMD target in `isas`.
@@ -106,6 +109,10 @@ std::vector<std::string> isolated_pair_cases(const Backend& backend, const Devic
 PairCoverage pair_coverage(const Backend& backend, const Device& device,
                            const std::vector<IsaTarget>& isas, const std::vector<CoverageRun>& runs,
                            const std::vector<ValuePair>& impossible);
+
+// Why no case `backend` accepts can hold both values of p, or "" when no rule says so.
+std::string impossible_reason(const Backend& backend, const std::vector<PairDimension>& dims,
+                              const ValuePair& p);
 
 // "dtype=f64 x dropout=on".
 std::string describe_pair(const std::vector<PairDimension>& dims, const ValuePair& p);

@@ -62,7 +62,8 @@ TEST(PairCoverage, FeaturesSimdAndThreads) {
             "packed");
   EXPECT_EQ(value_of("b1.hq4.hkv1.l4.s27.dqk24.f16", "cpu.math", "heads"), "mqa");
   EXPECT_EQ(value_of("b1.hq4.hkv2.l4.s27.dqk24.f16", "cpu.math", "heads"), "gqa");
-  EXPECT_EQ(value_of("b1.hq4.l4.s27.dqk24.f16.p0.3", "cpu.math", "dropout"), "on");
+  EXPECT_EQ(value_of("b1.hq4.l4.s27.dqk24.f16.p0.3", "cpu.math", "dropout"),
+            "past_first_key_block");
   EXPECT_EQ(value_of("b1.hq4.l4.s27.dqk24.bf16", "cpu.math", "head_dim"), "other");
   EXPECT_EQ(value_of("b1.hq4.l4.s27.dqk24.bf16", "cpu.math", "simd", IsaTarget::avx2), "avx2");
   EXPECT_EQ(value_of("b1.hq4.l4.s27.dqk24.bf16", "cpu.math", "threads", IsaTarget::scalar, 0),
@@ -84,6 +85,12 @@ TEST(PairCoverage, TheCoveringSetCoversEveryPossiblePairOnItsOwn) {
     EXPECT_TRUE(cov.uncovered.empty())
         << backends[i]->name() << ": " << describe_pair(cov.dimensions, cov.uncovered.front());
     EXPECT_GT(cov.covered.size(), 500u);
+    // Every pair no case can have says why.
+    ASSERT_EQ(cov.impossible_reasons.size(), cov.impossible.size());
+    for (std::size_t k = 0; k < cov.impossible.size(); ++k) {
+      EXPECT_FALSE(cov.impossible_reasons[k].empty())
+          << describe_pair(cov.dimensions, cov.impossible[k]);
+    }
     // Removing the dropout cases uncovers dropout's pairs.
     std::vector<std::string> no_dropout;
     std::copy_if(set.case_ids.begin(), set.case_ids.end(), std::back_inserter(no_dropout),
@@ -93,7 +100,8 @@ TEST(PairCoverage, TheCoveringSetCoversEveryPossiblePairOnItsOwn) {
                       {{"set", no_dropout, 1}, {"set", no_dropout, 2}}, set.impossible[i]);
     bool dropout_uncovered = false;
     for (const auto& p : less.uncovered) {
-      if (describe_pair(less.dimensions, p).find("dropout=on") != std::string::npos) {
+      if (describe_pair(less.dimensions, p).find("dropout=past_first_key_block") !=
+          std::string::npos) {
         dropout_uncovered = true;
       }
     }
@@ -105,6 +113,55 @@ TEST(PairCoverage, TheCoveringSetCoversEveryPossiblePairOnItsOwn) {
     if (p.d1 == 0 && p.v1 == 3) f64_impossible = true;
   }
   EXPECT_TRUE(f64_impossible);
+}
+
+// Dropout is classified by the keys the rows reach, against the backend's first key block:
+// top-left causal rows with L <= 64 never reach cpu.flash's key 128, however long S is.
+TEST(PairCoverage, DropoutIsJudgedByTheKeysTheRowsReach) {
+  const std::string p = ".p0.3.dseed3.seed1.gen=normal";
+  EXPECT_EQ(value_of("b1.hq2.l48.s300.dqk32.f32.seed1.gen=normal", "cpu.flash", "dropout"), "off");
+  EXPECT_EQ(value_of("b1.hq2.l48.s80.dqk32.f32" + p, "cpu.flash", "dropout"), "in_first_key_block");
+  EXPECT_EQ(value_of("b1.hq2.l48.s300.dqk32.f32.causal=tl" + p, "cpu.flash", "dropout"),
+            "in_first_key_block");
+  EXPECT_EQ(value_of("b1.hq2.l48.s300.dqk32.f32.causal=br" + p, "cpu.flash", "dropout"),
+            "past_first_key_block");
+  EXPECT_EQ(value_of("b1.hq2.l48.s300.dqk32.f32" + p, "cpu.flash", "dropout"),
+            "past_first_key_block");
+  // Against cpu.math's first key cut (16), the same top-left case reaches past it.
+  EXPECT_EQ(value_of("b1.hq2.l48.s300.dqk32.f32.causal=tl" + p, "cpu.math", "dropout"),
+            "past_first_key_block");
+}
+
+// A pair is "not possible" only with a reason that holds for every case; one the generator
+// merely failed to build has none, and so stays uncovered.
+TEST(PairCoverage, NotPossibleNeedsAReason) {
+  const Backend& flash = find_backend_or_throw("cpu.flash");
+  const auto dims = pair_dimensions(flash);
+  auto pair = [&](const std::string& n1, const std::string& v1, const std::string& n2,
+                  const std::string& v2) {
+    auto at = [&](const std::string& n, const std::string& v) {
+      for (std::size_t d = 0; d < dims.size(); ++d) {
+        if (dims[d].name != n) continue;
+        const auto& vs = dims[d].values;
+        return std::pair<int, int>{
+            static_cast<int>(d), static_cast<int>(std::find(vs.begin(), vs.end(), v) - vs.begin())};
+      }
+      ADD_FAILURE() << "no dimension " << n;
+      return std::pair<int, int>{0, 0};
+    };
+    const auto [d1, x1] = at(n1, v1);
+    const auto [d2, x2] = at(n2, v2);
+    return ValuePair{d1, x1, d2, x2};
+  };
+  EXPECT_EQ(impossible_reason(flash, dims, pair("dtype", "f64", "causal", "br")),
+            "the backend does not take f64");
+  EXPECT_EQ(impossible_reason(flash, dims, pair("mask", "bool", "varlen", "packed")),
+            "a mask tensor cannot be packed");
+  EXPECT_EQ(impossible_reason(flash, dims, pair("dropout", "past_first_key_block", "keys", "=128")),
+            "S is at most the first key block: no key lies past it");
+  EXPECT_EQ(impossible_reason(flash, dims, pair("dropout", "past_first_key_block", "causal", "tl")),
+            "");
+  EXPECT_EQ(impossible_reason(flash, dims, pair("dtype", "f16", "layout", "bshd")), "");
 }
 
 TEST(PairCoverage, ARestrictedSetCoversEveryAllowedPairItDoesNotReportImpossible) {
