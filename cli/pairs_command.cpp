@@ -1,21 +1,23 @@
-// `sdpa-cts pairs [--run TIER[:THREADS]]... [--backends B,...] [--generate FILE]
-// [--list-uncovered N] [--list-impossible N]`: the pairwise coverage of tier runs over the case
+// `sdpa-cts pairs [--results DIR]... [--backends B,...] [--generate FILE]
+// [--list-uncovered N] [--list-impossible N]`: the pairwise coverage of runs over the case
 // dimensions that select kernel code (conformance/engine/pair_coverage.hpp, docs/CONFORMANCE.md
-// "Pair coverage"). Each run is a tier's cases (its golden files' too) at one thread count on every
-// SIMD target of this machine, as `sdpa-cts run --simd all` runs them. Without
-// --run: the CI gate's runs, `ci:2` and `pairs:1`. --generate writes the covering tier (the
-// generated cases that cover every pair the backends can run) to FILE first.
+// "Pair coverage"), read from their results: each DIR is the report directory of an
+// `sdpa-cts run` (--report DIR), and every record the judge measured (PASS, QUALITY_WARNING,
+// FAIL) counts as a job on the SIMD target and at the thread count it names. --generate writes
+// the covering tier (the generated cases that cover every pair the backends can run) to FILE.
 // Exit codes: 0 every possible pair covered, 1 some uncovered, 2 bad input.
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "cli/commands.hpp"
 #include "conformance/engine/pair_coverage.hpp"
 #include "conformance/engine/tier.hpp"
 #include "conformance/engine/tier_cases.hpp"
+#include "reports/merge.hpp"
 #include "golden/golden_file.hpp"
 #include "kernels/registry.hpp"
 
@@ -23,7 +25,7 @@ namespace sdpa::cli {
 namespace {
 
 struct Options {
-  std::vector<std::string> runs;  // TIER[:THREADS]
+  std::vector<std::string> results;  // report directories of runs
   std::string backends = "cpu.math,cpu.flash,cpu.mem_efficient";
   std::string generate;
   int list_uncovered = 20;
@@ -39,22 +41,43 @@ std::vector<std::string> split_commas(const std::string& s) {
   return out;
 }
 
-conformance::CoverageRun load_run(const std::string& spec) {
-  conformance::CoverageRun run;
-  const auto colon = spec.rfind(':');
-  run.name = spec.substr(0, colon);
-  run.threads = 0;
-  if (colon != std::string::npos) {
-    const std::string t = spec.substr(colon + 1);
-    if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos || t.size() > 4) {
-      throw std::invalid_argument("--run '" + spec +
-                                  "': the thread count after ':' must be a number");
-    }
-    run.threads = std::stoi(t);
+// The jobs of the records of `dir` on `backends` that the judge measured; counts the others.
+std::vector<conformance::CoverageJob> load_results(const std::string& dir,
+                                                   const std::set<std::string>& backends,
+                                                   std::map<std::string, int>& not_counted) {
+  conformance::RunSummary run;
+  try {
+    run = reports::read_run(dir);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("--results '" + dir + "': " + e.what());
   }
-  // A golden file's groups are canonical case IDs: its cases count as the run runs them.
-  for (const auto& c : conformance::tier_cases(run.name)) run.case_ids.push_back(c.id);
-  return run;
+  std::vector<conformance::CoverageJob> jobs;
+  for (std::size_t i = 0; i < run.records.size(); ++i) {
+    const conformance::CaseRecord& r = run.records[i];
+    if (!backends.count(r.backend)) {
+      ++not_counted["on another backend"];
+      continue;
+    }
+    if (!conformance::has_ratio(r.status)) {
+      ++not_counted[conformance::status_name(r.status)];
+      continue;
+    }
+    const std::string where = "--results '" + dir + "': record " + std::to_string(i + 1) + " (" +
+                              r.case_id + " on " + r.backend + ")";
+    const auto isa = parse_isa_target(r.simd_target);
+    if (r.simd_target.empty() || !isa) {
+      throw std::invalid_argument(
+          where + (r.simd_target.empty() ? " names no SIMD target: run with --simd all or --simd T"
+                                         : " names an unknown SIMD target '" + r.simd_target + "'"));
+    }
+    if (r.threads <= 0) {
+      throw std::invalid_argument(where + " has no thread count (threads " +
+                                  std::to_string(r.threads) +
+                                  "): results from before sdpa-cts recorded them; run again");
+    }
+    jobs.push_back({r.case_id, r.backend, *isa, r.threads});
+  }
+  return jobs;
 }
 
 void write_tier(const std::string& path, const std::vector<std::string>& ids,
@@ -81,7 +104,6 @@ int run(const Options& o) {
       backends.push_back(&find_backend_or_throw(name));
     }
     const Device device = detect_cpu();
-    const std::vector<IsaTarget> isas = available_isa_targets(device.cpu);
     // Generated on the scalar target, which every host has: the same set everywhere.
     const conformance::CoveringSet set =
         conformance::generate_covering_set(backends, with_isa_target(device, "scalar"));
@@ -89,25 +111,40 @@ int run(const Options& o) {
       write_tier(o.generate, set.case_ids, o.backends);
       std::cout << "wrote " << set.case_ids.size() << " cases to " << o.generate << "\n";
     }
-    std::vector<conformance::CoverageRun> runs;
-    for (const auto& spec : o.runs.empty() ? std::vector<std::string>{"ci:2", "pairs:1"} : o.runs) {
-      runs.push_back(load_run(spec));
+    if (o.results.empty()) {
+      if (!o.generate.empty()) return 0;
+      throw std::invalid_argument(
+          "give --results DIR, the report directory of a run (sdpa-cts run --report DIR), or "
+          "--generate FILE");
     }
-    std::string targets;
-    for (IsaTarget t : isas)
-      targets += (targets.empty() ? "" : ",") + std::string(isa_target_name(t));
-    std::cout << "runs:";
-    for (const auto& r : runs) {
-      std::cout << " " << r.name << " (" << r.case_ids.size() << " cases, "
-                << (r.threads == 0 ? std::string("default threads")
-                                   : std::to_string(r.threads) + " thread(s)")
-                << ")";
+    const std::vector<std::string> listed = split_commas(o.backends);
+    const std::set<std::string> names(listed.begin(), listed.end());
+    std::vector<conformance::CoverageJob> jobs;
+    std::map<std::string, int> not_counted;
+    std::vector<std::vector<conformance::CoverageJob>> per_dir;
+    for (const auto& dir : o.results) per_dir.push_back(load_results(dir, names, not_counted));
+    std::cout << "results:";
+    for (std::size_t d = 0; d < o.results.size(); ++d) {
+      const auto& more = per_dir[d];
+      std::set<std::string> targets;
+      std::set<int> threads;
+      for (const auto& j : more) {
+        targets.insert(std::string(isa_target_name(j.isa)));
+        threads.insert(j.threads);
+      }
+      std::cout << " " << o.results[d] << " (" << more.size() << " jobs, SIMD targets";
+      for (const auto& t : targets) std::cout << " " << t;
+      std::cout << ", threads";
+      for (int t : threads) std::cout << " " << t;
+      std::cout << ")";
+      jobs.insert(jobs.end(), more.begin(), more.end());
     }
-    std::cout << " on SIMD targets " << targets << "\n";
+    std::cout << "\n";
+    for (const auto& [why, n] : not_counted) std::cout << "  not counted: " << n << " " << why << "\n";
     bool all = true;
     for (std::size_t i = 0; i < backends.size(); ++i) {
       const auto cov =
-          conformance::pair_coverage(*backends[i], device, isas, runs, set.impossible[i]);
+          conformance::pair_coverage(*backends[i], jobs, set.impossible[i]);
       const std::size_t possible = cov.covered.size() + cov.uncovered.size();
       std::cout << cov.backend << ": " << cov.dimensions.size() << " dimensions, "
                 << possible + cov.impossible.size() << " value pairs: " << cov.covered.size()
@@ -116,7 +153,7 @@ int run(const Options& o) {
                 << cov.impossible.size() << " not possible, " << cov.uncovered.size()
                 << " uncovered (" << cov.jobs << " jobs";
       if (cov.not_run > 0)
-        std::cout << "; " << cov.not_run << " pairs with SIMD targets these runs lack, not counted";
+        std::cout << "; " << cov.not_run << " pairs with SIMD targets no result has, not counted";
       std::cout << ")\n";
       // The reasons of the pairs no case can have, each with its count.
       std::map<std::string, int> reasons;
@@ -149,8 +186,8 @@ Command add_pairs_command(CLI::App& parent) {
   auto opt = std::make_shared<Options>();
   auto* cmd = parent.add_subcommand(
       "pairs", "Pairwise coverage of tier runs over the case dimensions that select kernel code");
-  cmd->add_option("--run", opt->runs,
-                  "A tier run, TIER[:THREADS] (repeatable; default: the CI gate, ci:2 pairs:1)");
+  cmd->add_option("--results", opt->results,
+                  "The report directory of a run (sdpa-cts run --report DIR); repeatable");
   cmd->add_option("--backends", opt->backends, "Backends, comma-separated")->capture_default_str();
   cmd->add_option("--generate", opt->generate, "Write the covering tier to this file first");
   cmd->add_option("--list-uncovered", opt->list_uncovered, "Uncovered pairs to list per backend")

@@ -151,24 +151,6 @@ double table_entry(const std::array<double, N>& table, int index) {
   return table[1 + static_cast<std::size_t>(index - 1) % (N - 1)];
 }
 
-// Rewrites p's strides (already set by its layout) for `kind`: explicit strides of views.
-void apply_stride_kind(Problem& p, StrideKind kind) {
-  if (kind == StrideKind::head_dim_2) {
-    for (TensorLayout* t : {&p.q, &p.k, &p.v, &p.o}) {
-      for (auto& s : t->stride) s *= 2;
-    }
-  } else if (kind == StrideKind::transposed) {
-    // Each (b, h) block of K and V holds [D][rows]: row stride 1, head-dim stride = rows.
-    const std::int64_t rows = rows_kv(p);
-    auto set = [&](TensorLayout& t, std::int64_t dim) {
-      const std::int64_t head = rows * dim;
-      t.stride = {p.packed ? 0 : p.heads_kv * head, head, 1, rows};
-    };
-    set(p.k, p.head_dim_qk);
-    set(p.v, p.head_dim_v);
-  }
-}
-
 // Applies the families (masks, lengths, softcap, ...) to p, whose sizes are final.
 void apply_families(Problem& p, const CaseChoices& c, const SamplerOptions& o, ModelPreset preset) {
   int varlen = c.varlen;
@@ -288,6 +270,23 @@ std::int64_t draw_window_bound(Draws& d, std::int64_t s) {
 }
 
 }  // namespace
+
+void apply_stride_kind(Problem& p, StrideKind kind) {
+  if (kind == StrideKind::head_dim_2) {
+    for (TensorLayout* t : {&p.q, &p.k, &p.v, &p.o}) {
+      for (auto& s : t->stride) s *= 2;
+    }
+  } else if (kind == StrideKind::transposed) {
+    // Each (b, h) block of K and V holds [D][rows]: row stride 1, head-dim stride = rows.
+    const std::int64_t rows = rows_kv(p);
+    auto set = [&](TensorLayout& t, std::int64_t dim) {
+      const std::int64_t head = rows * dim;
+      t.stride = {p.packed ? 0 : p.heads_kv * head, head, 1, rows};
+    };
+    set(p.k, p.head_dim_qk);
+    set(p.v, p.head_dim_v);
+  }
+}
 
 const char* model_preset_name(ModelPreset p) {
   switch (p) {

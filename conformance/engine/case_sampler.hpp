@@ -89,6 +89,10 @@ enum class StrideKind {
 };
 inline constexpr int kStrideKindCount = 3;
 
+// Rewrites p's strides (already set by its layout, with its final sizes) for `kind`: the
+// explicit strides of such views.
+void apply_stride_kind(Problem& p, StrideKind kind);
+
 // Raw draws of one case. build_case() accepts any values: out-of-range ones are clamped,
 // and a feature whose family is off in the options is ignored.
 struct CaseChoices {

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "conformance/engine/case_sampler.hpp"
 #include "core/problem.hpp"
 #include "kernels/attended_keys.hpp"
 #include "kernels/lowered_problem.hpp"
@@ -28,6 +29,7 @@ enum Dim : int {
   kHeads,
   kLayout,
   kRowPitch,
+  kStrides,
   kHeadDim,
   kRows,
   kKeys,
@@ -128,6 +130,9 @@ std::vector<PairDimension> pair_dimensions(const Backend& backend) {
       {"heads", {"mha", "gqa", "mqa"}, true},
       {"layout", {"bhsd", "bshd"}, true},
       {"row_pitch", {"dense", "gap_even", "gap_odd"}, true},
+      // Explicit strides of views (case_sampler's StrideKind): every tensor's head dimension
+      // strided (x[..., ::2]), or K and V stored head-dim major (a transposed view).
+      {"strides", {"unit", "head_dim_2", "transposed_kv"}, true},
       {"head_dim", {"x16", "other"}, true},
       {lb.group_rows ? "group_rows" : "query_rows", cut_labels(lb.row_cuts, "block"), true},
       {"keys", cut_labels(lb.key_cuts, "chunk"), true},
@@ -163,9 +168,18 @@ std::vector<int> classify_job(const Case& c, const Backend& backend, IsaTarget i
       !is_named(LayoutKind::bhsd, p.head_dim_qk) &&
       (is_named(LayoutKind::bshd, p.heads_q * p.head_dim_qk) || p.q.stride[1] < p.q.stride[2]);
   const std::int64_t dense_row = bshd ? p.heads_q * p.head_dim_qk : p.head_dim_qk;
-  const std::int64_t row = p.q.stride[2];
+  // The row pitch in units of Q's head-dim stride: a view x[..., ::2] of a dense tensor is
+  // dense in this sense, and its gap is the underlying tensor's.
+  const std::int64_t step = std::max<std::int64_t>(p.q.stride[3], 1);
+  const std::int64_t row = p.q.stride[2] % step == 0 ? p.q.stride[2] / step : p.q.stride[2];
   v[kLayout] = bshd ? 1 : 0;
   v[kRowPitch] = row == dense_row ? 0 : row % 2 == 0 ? 1 : 2;
+  // K stored head-dim major (row stride 1, head-dim stride above 1) is the transposed view;
+  // any other head-dim stride above 1 the strided one.
+  const bool transposed = p.k.stride[2] == 1 && p.k.stride[3] > 1 && p.len_kv > 1;
+  bool strided = false;
+  for (const TensorLayout* t : {&p.q, &p.k, &p.v, &p.o}) strided = strided || t->stride[3] > 1;
+  v[kStrides] = transposed ? 2 : strided ? 1 : 0;
   v[kHeadDim] = p.head_dim_qk % 16 == 0 ? 0 : 1;
   const std::int64_t group = p.heads_q / std::max<std::int64_t>(p.heads_kv, 1);
   v[kRows] = cut_index(lb.group_rows ? group * p.len_q : p.len_q, lb.row_cuts);
@@ -267,6 +281,13 @@ std::optional<Case> runnable(const std::vector<int>& a, const Backend& backend,
   auto parsed = parse_case_id(case_for(a, backend, restriction.lse));
   if (!std::holds_alternative<Case>(parsed)) return std::nullopt;
   Case c = std::get<Case>(parsed);
+  if (a[kStrides] != 0) {
+    // Strides are set on the parsed problem (the ID then names them explicitly).
+    apply_stride_kind(c.problem, a[kStrides] == 1 ? StrideKind::head_dim_2 : StrideKind::transposed);
+    auto reparsed = parse_case_id(format_case_id(c));
+    if (!std::holds_alternative<Case>(reparsed)) return std::nullopt;
+    c = std::get<Case>(reparsed);
+  }
   if (!validate(c.problem).empty() || !backend.supports(c.problem, device).ok())
     return std::nullopt;
   if (restriction.admit && !restriction.admit(c)) return std::nullopt;
@@ -355,12 +376,16 @@ CoveringSet generate_covering_set(const std::vector<const Backend*>& backends, c
     while (!uncovered.empty()) {
       const ValuePair target = *uncovered.begin();
       // Greedy (AETG-like): each free dimension takes the value that makes the case cover
-      // the most uncovered pairs, among the values that keep it runnable.
+      // the most uncovered pairs, among the values that keep it runnable (and, with
+      // keep_target, covering the target: effective values, such as the keys dropout reaches
+      // or the rows of a GQA group, follow the other dimensions too).
+      bool keep_target = false;
       auto gain = [&](const std::vector<int>& x) -> int {
         const auto c = runnable(x, *backend, device, restriction);
         if (!c) return -1;
         std::set<ValuePair> got;
         covered_by(classify_job(*c, *backend, device.cpu.isa, 1), dims, got);
+        if (keep_target && !got.count(target)) return -1;
         int n = 0;
         for (const auto& p : got) n += uncovered.count(p) ? 1 : 0;
         return n;
@@ -393,8 +418,10 @@ CoveringSet generate_covering_set(const std::vector<const Backend*>& backends, c
       std::set<ValuePair> got;
       std::optional<Case> c = greedy(a);
       // Effective values (the keys dropout reaches) depend on the lengths together: when the
-      // greedy pass misses the target, it starts again from every pair of row and key
-      // lengths, so that a pair is "not possible" only when no such start builds it.
+      // greedy pass misses the target, it starts again, keeping the target, from every pair
+      // of row and key lengths, so that a pair is "not possible" only when no such start
+      // builds it.
+      keep_target = true;
       for (int r = 0; !covers_target(c, got) && r < static_cast<int>(dims[kRows].values.size());
            ++r) {
         for (int k = 0; k < static_cast<int>(dims[kKeys].values.size()); ++k) {
@@ -437,7 +464,7 @@ std::vector<std::string> isolated_pair_cases(const Backend& backend, const Devic
   base[kKeys] = static_cast<int>(dims[kKeys].values.size()) - 1;
   // The features: every allowed value of a feature dimension but its first.
   std::vector<std::pair<int, int>> features;
-  for (int d = kCausal; d <= kRowPitch; ++d) {
+  for (int d = kCausal; d <= kStrides; ++d) {
     if (!dims[d].generated) continue;
     for (int v = base[d] + 1; v < static_cast<int>(dims[d].values.size()); ++v) {
       if (allowed[static_cast<std::size_t>(d)][static_cast<std::size_t>(v)])
@@ -485,6 +512,8 @@ std::string impossible_reason(const Backend& backend, const std::vector<PairDime
     if (std::find(dtypes.begin(), dtypes.end(), kTypes[v]) == dtypes.end())
       return "the backend does not take " + dims[kDtype].values[static_cast<std::size_t>(v)];
   }
+  if (backend.capabilities().last_dim_contiguous && (has(kStrides, 1) || has(kStrides, 2)))
+    return "the backend requires head-dim stride 1";
   if (has(kMask, 1) && has(kVarlen, 2)) return "a mask tensor cannot be packed";
   if (has(kMask, 2) && has(kVarlen, 2)) return "a mask tensor cannot be packed";
   if (has(kDropout, 2)) {
@@ -498,24 +527,35 @@ std::string impossible_reason(const Backend& backend, const std::vector<PairDime
   return "";
 }
 
-PairCoverage pair_coverage(const Backend& backend, const Device& device,
-                           const std::vector<IsaTarget>& isas, const std::vector<CoverageRun>& runs,
+std::vector<CoverageJob> accepted_jobs(const std::vector<std::string>& case_ids,
+                                       const Backend& backend, const Device& device,
+                                       const std::vector<IsaTarget>& isas, int threads) {
+  std::vector<CoverageJob> out;
+  for (const auto& id : case_ids) {
+    const Case c = parse_case_id_or_throw(id);
+    if (!validate(c.problem).empty()) continue;
+    for (IsaTarget isa : isas) {
+      if (backend.supports(c.problem, with_isa_target(device, isa_target_name(isa))).ok())
+        out.push_back({id, std::string(backend.name()), isa, threads});
+    }
+  }
+  return out;
+}
+
+PairCoverage pair_coverage(const Backend& backend, const std::vector<CoverageJob>& jobs,
                            const std::vector<ValuePair>& impossible_generated) {
   PairCoverage out;
   out.backend = std::string(backend.name());
   out.dimensions = pair_dimensions(backend);
   const auto& dims = out.dimensions;
   std::set<ValuePair> got;
-  for (const auto& run : runs) {
-    for (const auto& id : run.case_ids) {
-      const Case c = parse_case_id_or_throw(id);
-      for (IsaTarget isa : isas) {
-        const Device d = with_isa_target(device, isa_target_name(isa));
-        if (!validate(c.problem).empty() || !backend.supports(c.problem, d).ok()) continue;
-        ++out.jobs;
-        covered_by(classify_job(c, backend, isa, run.threads), dims, got);
-      }
-    }
+  std::set<IsaTarget> isas;
+  for (const auto& job : jobs) {
+    if (job.backend != out.backend) continue;
+    ++out.jobs;
+    isas.insert(job.isa);
+    covered_by(classify_job(parse_case_id_or_throw(job.case_id), backend, job.isa, job.threads),
+               dims, got);
   }
   // A value of a generated dimension is possible when some possible pair holds it; a pair
   // with SIMD or threads is possible when its other value is (and the target is run).
@@ -526,9 +566,7 @@ PairCoverage pair_coverage(const Backend& backend, const Device& device,
     possible_values.insert({p.d1, p.v1});
     possible_values.insert({p.d2, p.v2});
   }
-  auto isa_run = [&](int v) {
-    return std::find(isas.begin(), isas.end(), kAllIsas[v]) != isas.end();
-  };
+  auto isa_run = [&](int v) { return isas.count(kAllIsas[static_cast<std::size_t>(v)]) > 0; };
   for (const auto& p : all_pairs(dims, any_dims)) {
     // A SIMD target this machine lacks is not part of the run: its pairs are not counted.
     if ((p.d1 == kSimd && !isa_run(p.v1)) || (p.d2 == kSimd && !isa_run(p.v2))) {

@@ -32,8 +32,7 @@ struct PairDimension {
 // The dimensions on `backend` (the length dimensions name its block sizes).
 std::vector<PairDimension> pair_dimensions(const Backend& backend);
 
-// The value index of each dimension for `c` run on `backend` with `isa` and `threads`
-// (0 = the OpenMP default, counted as "2+").
+// The value index of each dimension for `c` run on `backend` with `isa` and `threads`.
 std::vector<int> classify_job(const Case& c, const Backend& backend, IsaTarget isa, int threads);
 
 // A pair of values of two dimensions, d1 < d2.
@@ -49,20 +48,28 @@ struct ValuePair {
 struct PairCoverage {
   std::string backend;
   std::vector<PairDimension> dimensions;
-  std::size_t jobs = 0;  // jobs the backend accepts
+  std::size_t jobs = 0;  // jobs of the backend counted
   std::vector<ValuePair> covered;
   std::vector<ValuePair> impossible;
   std::vector<std::string> impossible_reasons;  // one per impossible pair
   std::vector<ValuePair> uncovered;
-  std::size_t not_run = 0;  // pairs with a SIMD target the runs did not use (not counted)
+  std::size_t not_run = 0;  // pairs with a SIMD target no job ran on (not counted)
 };
 
-// A run: case IDs at one thread count, on every SIMD target in `isas`.
-struct CoverageRun {
-  std::string name;  // the tier's name, for the report
-  std::vector<std::string> case_ids;
-  int threads = 0;
+// One job a run ran and judged: a case on a backend, at a SIMD target and a thread count.
+// `sdpa-cts pairs` reads them from the results of runs (their records name all three).
+struct CoverageJob {
+  std::string case_id;
+  std::string backend;
+  IsaTarget isa = IsaTarget::scalar;
+  int threads = 1;  // OpenMP threads it ran with
 };
+
+// The jobs a run of `case_ids` on `backend` at `threads` threads on every target in `isas`
+// would judge: those the backend accepts (for tests and planning; the gate reads results).
+std::vector<CoverageJob> accepted_jobs(const std::vector<std::string>& case_ids,
+                                       const Backend& backend, const Device& device,
+                                       const std::vector<IsaTarget>& isas, int threads);
 
 // A generated covering set: case IDs such that every pair of the generated dimensions that
 // some valid case on some backend in `backends` can have is covered, on each backend; the
@@ -103,11 +110,10 @@ CoveringSet generate_covering_set(const std::vector<const Backend*>& backends, c
 std::vector<std::string> isolated_pair_cases(const Backend& backend, const Device& device,
                                              const PairRestriction& restriction);
 
-// The coverage of `runs` on `backend`, on every target in `isas` (the jobs the backend
-// declines do not count; pairs with a SIMD target not in `isas` are left out of every
-// count); `impossible` from generate_covering_set.
-PairCoverage pair_coverage(const Backend& backend, const Device& device,
-                           const std::vector<IsaTarget>& isas, const std::vector<CoverageRun>& runs,
+// The coverage of the jobs of `jobs` that ran on `backend` (by name). Pairs with a SIMD
+// target no such job ran on are left out of every count (`not_run`); `impossible` from
+// generate_covering_set.
+PairCoverage pair_coverage(const Backend& backend, const std::vector<CoverageJob>& jobs,
                            const std::vector<ValuePair>& impossible);
 
 // Why no case `backend` accepts can hold both values of p, or "" when no rule says so.

@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -38,7 +39,9 @@ CaseRecord base_record(const Job& job) {
   r.backend = job.backend;
   r.device = job.device.name;
   r.simd_target = isa_of(job);
-  r.threads = job.threads;
+  // The threads the backend runs with (RunOptions: 0 asks for the OpenMP default), so that
+  // a record says what ran (pair coverage reads it).
+  r.threads = job.threads > 0 ? job.threads : omp_get_max_threads();
   r.repro = repro_command(job);
   r.features = case_features(job.c.problem);
   return r;

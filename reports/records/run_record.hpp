@@ -18,7 +18,7 @@ struct CaseRecord {
   std::string backend;                // backend name, e.g. "cpu.flash"
   std::string device;                 // device name the backend ran on (or was judged for)
   std::string simd_target;            // forced SIMD target, "" = the backend's best
-  int threads = 0;                    // OpenMP threads used (0 = default)
+  int threads = 0;                    // OpenMP threads the backend ran with
   Status status = Status::pass;       // verdict
   std::string message;                // reasons / worst element / error text
   double max_abs_error = 0;           // largest |kernel - reference| over O

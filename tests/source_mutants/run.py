@@ -11,7 +11,8 @@ of the repository, rebuilds incrementally, runs the chosen mechanisms and puts t
           TIMEOUT line: the gate runs with no expectations file, so that result alone makes
           its exit code 1 (--full-gate runs it to the end and reads the exit code).
   pairs   the pairs tier alone, as the gate runs it (one thread, every SIMD target).
-  ctest   ctest over the labels of --ctest-labels (default "unit|kernels"), --stop-on-failure.
+  ctest   ctest over the labels of --ctest-labels (default "unit|kernels"), --stop-on-failure;
+          with --ctest-areas only on the mutants of those areas (the others: "not run").
   fuzz    `sdpa-cts fuzz --seconds N --seed 1` on the backends of the mutant's area
           (on the emulator for CUDA areas); killed means a finding (exit code 1).
 
@@ -226,8 +227,9 @@ def markdown(results, mechanisms, command, notes):
         rs = [r for r in built if a == "all" or r["area"] == a]
         cells = []
         for m in mechanisms:
-            k = sum(1 for r in rs if r[m]["killed"])
-            cells.append(f"{k} / {len(rs)}")
+            ran = [r for r in rs if not r[m].get("not_run")]
+            k = sum(1 for r in ran if r[m]["killed"])
+            cells.append(f"{k} / {len(ran)}" if ran else "not run")
         name = "**all**" if a == "all" else f"`{a}`"
         lines.append(f"| {name} | {len(rs)} | " + " | ".join(cells) + " |")
     lines += ["", "| mutant | what it breaks | " + " | ".join(mechanisms) + " |",
@@ -237,7 +239,8 @@ def markdown(results, mechanisms, command, notes):
             cells = ["did not build"] * len(mechanisms)
         else:
             survived = "**survived**" + (f" ({notes[r['id']]})" if notes.get(r["id"]) else "")
-            cells = [("killed: " + r[m]["by"].replace("|", "\\|")[:90]) if r[m]["killed"]
+            cells = ["not run" if r[m].get("not_run")
+                     else ("killed: " + r[m]["by"].replace("|", "\\|")[:90]) if r[m]["killed"]
                      else survived for m in mechanisms]
         lines.append(f"| `{r['id']}` | {r['breaks']} | " + " | ".join(cells) + " |")
     unbuilt = [r for r in results if not r["built"]]
@@ -247,17 +250,23 @@ def markdown(results, mechanisms, command, notes):
     return "\n".join(lines) + "\n"
 
 
-BEGIN, END = "<!-- source-mutants:begin -->", "<!-- source-mutants:end -->"
+def markers(block):
+    """The markers of a generated block: "<!-- source-mutants:begin[ NAME] -->" and its end."""
+    name = f" {block}" if block else ""
+    return f"<!-- source-mutants:begin{name} -->", f"<!-- source-mutants:end{name} -->"
 
 
-def write_tables(path, tables):
-    """Writes the tables between the BEGIN and END markers of path (the prose around them
-    stays), or the whole file when it has no markers."""
+def write_tables(path, tables, block=""):
+    """Writes the tables between the markers of `block` in path (the prose around them
+    stays), or the whole file when it has no markers at all."""
     text = path.read_text() if path.is_file() else ""
+    BEGIN, END = markers(block)
     if BEGIN in text and END in text:
         head, rest = text.split(BEGIN, 1)
         tail = rest.split(END, 1)[1]
         text = f"{head}{BEGIN}\n{tables}{END}{tail}"
+    elif "<!-- source-mutants:begin" in text:
+        fail(f"{path} has no block '{block}' (markers {BEGIN} ... {END})")
     else:
         text = tables
     path.write_text(text)
@@ -274,8 +283,13 @@ def main():
     ap.add_argument("--mechanisms", default="gate",
                     help=f"comma-separated, of {', '.join(MECHANISMS)}")
     ap.add_argument("--only", action="append", default=[], help="mutant ID (repeatable)")
+    ap.add_argument("--areas", default="",
+                    help=f"comma-separated areas whose mutants to run (of {', '.join(AREAS)})")
     ap.add_argument("--fuzz-seconds", type=float, default=20)
     ap.add_argument("--ctest-labels", default="unit|kernels")
+    ap.add_argument("--ctest-areas", default="",
+                    help="comma-separated areas whose mutants ctest runs on (default: all); "
+                         "the others build sdpa-cts alone and show 'not run'")
     ap.add_argument("--full-gate", action="store_true",
                     help="run the gate to its end for killed mutants too")
     ap.add_argument("--control-passed", action="store_true",
@@ -287,6 +301,9 @@ def main():
                          "mutants replace or join its rows, and it and --markdown are rewritten "
                          "from all of them")
     ap.add_argument("--markdown", help="write the kill tables here (a file of docs/)")
+    ap.add_argument("--block", default="",
+                    help="the named block of --markdown to write (its markers name it; "
+                         "default: the unnamed one)")
     ap.add_argument("--render", metavar="JSON",
                     help="only write --markdown from the results file of an earlier run")
     ap.add_argument("--expect-all-killed", action="store_true",
@@ -308,6 +325,20 @@ def main():
             if i not in known:
                 fail(f"no mutant '{i}' in {args.catalog}")
         catalog = [m for m in catalog if m["id"] in args.only]
+    areas = [a for a in args.areas.split(",") if a]
+    for a in areas:
+        if a not in AREAS:
+            fail(f"unknown area '{a}' (known: {', '.join(AREAS)})")
+    if areas:
+        catalog = [m for m in catalog if m["area"] in areas]
+    ctest_areas = [a for a in args.ctest_areas.split(",") if a]
+    for a in ctest_areas:
+        if a not in AREAS:
+            fail(f"unknown area '{a}' in --ctest-areas (known: {', '.join(AREAS)})")
+
+    def runs(mech, m):
+        """Whether mechanism mech runs on mutant m."""
+        return mech != "ctest" or not ctest_areas or m["area"] in ctest_areas
 
     if args.render:
         data = json.loads(Path(args.render).read_text())
@@ -316,7 +347,8 @@ def main():
         note = "" if data.get("complete") else \
             f" (partial: {len(data['results'])} of {len(catalog)} mutants)"
         write_tables(Path(args.markdown), markdown(data["results"], data["mechanisms"],
-                                                   data.get("command", "?") + note, notes))
+                                                   data.get("command", "?") + note, notes),
+                     args.block)
         return 0
 
     if args.in_place:
@@ -359,7 +391,13 @@ def main():
         command += f" --fuzz-seconds {args.fuzz_seconds:g}"
     if "ctest" in mechanisms:
         command += f" --ctest-labels '{args.ctest_labels}'"
+        if ctest_areas:
+            command += f" --ctest-areas {','.join(ctest_areas)}"
+    if areas:
+        command += f" --areas {','.join(areas)}"
     command += "".join(f" --only {i}" for i in args.only)
+    if args.block:
+        command += f" --block {args.block}"
 
     def save(done):
         """Writes what is measured so far (after every mutant: a stopped run keeps it)."""
@@ -380,14 +418,15 @@ def main():
                 base = f"python3 tests/source_mutants/run.py --mechanisms {','.join(mechanisms)}"
                 write_tables(Path(args.markdown), markdown(
                     merged, mechanisms, base + f"`; rows re-run on {time.strftime('%Y-%m-%d')} by `"
-                    + command + " --update JSON" + note, notes))
+                    + command + " --update JSON" + note, notes), args.block)
             return
         if args.json:
             Path(args.json).write_text(json.dumps(
                 {"mechanisms": mechanisms, "command": command, "complete": done,
                  "results": results}, indent=1) + "\n")
         if args.markdown:
-            write_tables(Path(args.markdown), markdown(results, mechanisms, command + note, notes))
+            write_tables(Path(args.markdown), markdown(results, mechanisms, command + note, notes),
+                         args.block)
 
     results = []
     for n, m in enumerate(catalog, 1):
@@ -398,12 +437,16 @@ def main():
         r = {"id": m["id"], "area": m["area"], "breaks": m["breaks"], "built": False}
         try:
             path.write_text(mutated(original, m))
-            if not build(build_dir, targets, log):
+            # Every target (the tests too) only where ctest runs on this mutant.
+            mine = [] if "ctest" in mechanisms and runs("ctest", m) else ["sdpa-cts"]
+            if not build(build_dir, mine, log):
                 r["error"] = first_error(log)
             else:
                 r["built"] = True
                 for mech in mechanisms:
-                    if mech == "gate":
+                    if not runs(mech, m):
+                        r[mech] = {"killed": False, "not_run": True, "by": "", "seconds": 0}
+                    elif mech == "gate":
                         r[mech] = gate(src, build_dir, log, m["area"])
                     elif mech == "pairs":
                         r[mech] = pairs(src, build_dir, log)
@@ -413,7 +456,8 @@ def main():
                         r[mech] = fuzz(src, build_dir, log, m["area"], args.fuzz_seconds)
         finally:
             path.write_text(original)
-        verdicts = ", ".join(f"{k}: {'killed' if r[k]['killed'] else 'SURVIVED'}"
+        verdicts = ", ".join(f"{k}: " + ("not run" if r[k].get("not_run") else
+                                         "killed" if r[k]["killed"] else "SURVIVED")
                              for k in mechanisms if k in r) or f"did not build: {r.get('error')}"
         print(f"[{n}/{len(catalog)}] {m['id']}: {verdicts}", flush=True)
         results.append(r)
@@ -426,14 +470,15 @@ def main():
 
     built = [r for r in results if r["built"]]
     for mech in mechanisms:
-        k = sum(1 for r in built if r[mech]["killed"])
-        print(f"{mech}: {k} of {len(built)} mutants killed"
+        ran = [r for r in built if not r[mech].get("not_run")]
+        k = sum(1 for r in ran if r[mech]["killed"])
+        print(f"{mech}: {k} of {len(ran)} mutants killed"
               f" ({len(results) - len(built)} did not build)")
     save(True)
     if args.expect_all_killed:
         missed = [f"{r['id']} ({'did not build' if not r['built'] else m + ': survived'})"
                   for r in results for m in (mechanisms if r["built"] else mechanisms[:1])
-                  if not r["built"] or not r[m]["killed"]]
+                  if not r["built"] or not (r[m]["killed"] or r[m].get("not_run"))]
         if missed:
             print("not killed: " + ", ".join(missed))
             return 1

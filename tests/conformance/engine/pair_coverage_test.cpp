@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <set>
 
+#include "conformance/engine/case_sampler.hpp"
 #include "kernels/registry.hpp"
 
 namespace sdpa::conformance {
@@ -25,6 +26,76 @@ std::string value_of(const std::string& id, const std::string& backend, const st
   }
   ADD_FAILURE() << "no dimension " << name;
   return "";
+}
+
+// The jobs of `ids` on `backend`'s scalar target at one and at two threads.
+std::vector<CoverageJob> jobs_at_one_and_two_threads(const std::vector<std::string>& ids,
+                                                     const Backend& backend, const Device& device) {
+  auto jobs = accepted_jobs(ids, backend, device, {IsaTarget::scalar}, 1);
+  const auto two = accepted_jobs(ids, backend, device, {IsaTarget::scalar}, 2);
+  jobs.insert(jobs.end(), two.begin(), two.end());
+  return jobs;
+}
+
+// `id` with the strides of `kind` (the sampler's views).
+std::string with_strides(const std::string& id, StrideKind kind) {
+  Case c = parse_case_id_or_throw(id);
+  apply_stride_kind(c.problem, kind);
+  return format_case_id(c);
+}
+
+TEST(PairCoverage, StrideKindsComeFromTheStrides) {
+  const std::string base = "b2.hq4.hkv2.l5.s7.dqk32.f32";
+  EXPECT_EQ(value_of(base, "cpu.math", "strides"), "unit");
+  const std::string strided = with_strides(base, StrideKind::head_dim_2);
+  EXPECT_NE(strided.find("qst="), std::string::npos) << strided;
+  EXPECT_EQ(value_of(strided, "cpu.math", "strides"), "head_dim_2");
+  // A view x[..., ::2] of a dense tensor keeps its row pitch and layout.
+  EXPECT_EQ(value_of(strided, "cpu.math", "row_pitch"), "dense");
+  EXPECT_EQ(value_of(with_strides(base + ".gap=3", StrideKind::head_dim_2), "cpu.math",
+                     "row_pitch"),
+            "gap_odd");
+  EXPECT_EQ(value_of(with_strides(base + ".lay=bshd", StrideKind::head_dim_2), "cpu.math",
+                     "layout"),
+            "bshd");
+  EXPECT_EQ(value_of(with_strides(base, StrideKind::transposed), "cpu.math", "strides"),
+            "transposed_kv");
+  EXPECT_EQ(value_of(with_strides(base + ".lay=bshd", StrideKind::transposed), "cpu.flash",
+                     "strides"),
+            "transposed_kv");
+}
+
+TEST(PairCoverage, StridePairsAreImpossibleOnlyWhereTheBackendNeedsUnitStride) {
+  const Backend& flash = find_backend_or_throw("cpu.flash");
+  const auto dims = pair_dimensions(flash);
+  int strides = -1, dtype = -1;
+  for (std::size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d].name == "strides") strides = static_cast<int>(d);
+    if (dims[d].name == "dtype") dtype = static_cast<int>(d);
+  }
+  ASSERT_GE(strides, 0);
+  EXPECT_EQ(impossible_reason(flash, dims, {dtype, 0, strides, 2}), "");
+  const Backend& cuda = find_backend_or_throw("cuda.flash");
+  EXPECT_EQ(impossible_reason(cuda, pair_dimensions(cuda), {dtype, 1, strides, 1}),
+            "the backend requires head-dim stride 1");
+}
+
+TEST(PairCoverage, JobsCountOnTheirOwnTargetsAndThreads) {
+  // Results of one run on one SIMD target at one thread: the other targets' pairs are not
+  // counted, and the two-thread value stays uncovered.
+  const Backend& math = find_backend_or_throw("cpu.math");
+  const std::vector<CoverageJob> jobs = {{"b1.hq2.l5.s7.dqk32.f32", "cpu.math", IsaTarget::avx2, 1},
+                                         {"b1.hq2.l5.s7.dqk32.f32", "cpu.flash", IsaTarget::avx2, 2}};
+  const auto cov = pair_coverage(math, jobs, {});
+  EXPECT_EQ(cov.jobs, 1u);
+  EXPECT_GT(cov.not_run, 0u);
+  bool two_threads_uncovered = false;
+  for (const auto& p : cov.uncovered) {
+    const std::string d = describe_pair(cov.dimensions, p);
+    EXPECT_EQ(d.find("simd=scalar"), std::string::npos) << d;
+    if (d.find("threads=2+") != std::string::npos) two_threads_uncovered = true;
+  }
+  EXPECT_TRUE(two_threads_uncovered);
 }
 
 TEST(PairCoverage, LayoutAndRowStrideComeFromTheStrides) {
@@ -80,8 +151,8 @@ TEST(PairCoverage, TheCoveringSetCoversEveryPossiblePairOnItsOwn) {
   for (std::size_t i = 0; i < backends.size(); ++i) {
     // At one and at two threads, on the scalar target: every possible pair.
     const auto cov =
-        pair_coverage(*backends[i], device, {IsaTarget::scalar},
-                      {{"set", set.case_ids, 1}, {"set", set.case_ids, 2}}, set.impossible[i]);
+        pair_coverage(*backends[i], jobs_at_one_and_two_threads(set.case_ids, *backends[i], device),
+                      set.impossible[i]);
     EXPECT_TRUE(cov.uncovered.empty())
         << backends[i]->name() << ": " << describe_pair(cov.dimensions, cov.uncovered.front());
     EXPECT_GT(cov.covered.size(), 500u);
@@ -96,8 +167,8 @@ TEST(PairCoverage, TheCoveringSetCoversEveryPossiblePairOnItsOwn) {
     std::copy_if(set.case_ids.begin(), set.case_ids.end(), std::back_inserter(no_dropout),
                  [](const std::string& id) { return id.find(".p0.") == std::string::npos; });
     const auto less =
-        pair_coverage(*backends[i], device, {IsaTarget::scalar},
-                      {{"set", no_dropout, 1}, {"set", no_dropout, 2}}, set.impossible[i]);
+        pair_coverage(*backends[i], jobs_at_one_and_two_threads(no_dropout, *backends[i], device),
+                      set.impossible[i]);
     bool dropout_uncovered = false;
     for (const auto& p : less.uncovered) {
       if (describe_pair(less.dimensions, p).find("dropout=past_first_key_block") !=
@@ -169,7 +240,8 @@ TEST(PairCoverage, ARestrictedSetCoversEveryAllowedPairItDoesNotReportImpossible
   PairRestriction r;
   r.values = {{"dtype", {"f16"}},      {"mask", {"none"}},   {"window", {"off"}},
               {"dropout", {"off"}},    {"softcap", {"off"}}, {"varlen", {"none", "padded"}},
-              {"row_pitch", {"dense"}}};
+              {"row_pitch", {"dense"}},
+              {"strides", {"unit"}}};
   r.admit = [](const Case& c) {
     return c.problem.len_q > 0 && c.problem.len_kv > 0;  // no empty problem
   };
@@ -264,7 +336,8 @@ TEST(PairCoverage, IsolatedPairsAreEachFeatureAloneAndEveryTwoTogether) {
               {"varlen", {"none", "padded"}},
               {"heads", {"mha"}},
               {"layout", {"bhsd"}},
-              {"row_pitch", {"dense"}}};
+              {"row_pitch", {"dense"}},
+              {"strides", {"unit"}}};
   const Backend& math = find_backend_or_throw("cpu.math");
   const Device device = with_isa_target(detect_cpu(), "scalar");
   const auto ids = isolated_pair_cases(math, device, r);

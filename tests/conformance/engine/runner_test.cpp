@@ -1,6 +1,7 @@
 #include "conformance/engine/runner.hpp"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <map>
 
@@ -86,6 +87,18 @@ TEST(Runner, InProcessModeGivesTheSameVerdicts) {
   EXPECT_EQ(r[0].status, Status::pass);
   EXPECT_EQ(r[1].status, Status::fail);
   EXPECT_EQ(r[2].status, Status::not_supported);
+}
+
+// A record says how many threads the backend ran with (pair coverage reads it): the number
+// asked for, or the OpenMP default when none was; the repro line names only one asked for.
+TEST(Runner, RecordsTheThreadsTheBackendRanWith) {
+  RunnerOptions o = options(1);
+  o.isolate = false;
+  const auto r = run_jobs({job("good", 0), job("good", 3)}, o);
+  EXPECT_EQ(r[0].threads, omp_get_max_threads());
+  EXPECT_GE(r[0].threads, 1);
+  EXPECT_EQ(r[0].repro.find("--threads"), std::string::npos) << r[0].repro;
+  EXPECT_EQ(r[1].threads, 3);
 }
 
 TEST(Runner, ReproQuotesTheCaseForTheShell) {
