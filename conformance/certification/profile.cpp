@@ -110,6 +110,11 @@ PairRestriction pair_restriction(const std::set<std::string>& r) {
                            : std::set<std::string>{"bhsd"};
   x.values["row_pitch"] =
       with(with({"dense"}, "layout=strided", "gap_even"), "layout=strided", "gap_odd");
+  // Explicit strides of views (a strided head dimension, K and V transposed) are
+  // "layout=strided" too.
+  x.values["strides"] = has(r, "layout=strided")
+                            ? std::set<std::string>{"unit", "head_dim_2", "transposed_kv"}
+                            : std::set<std::string>{"unit"};
   // Head dims and lengths have no tag of their own; a length that makes a case "decode" or
   // "empty" without the profile requiring it is ruled out here.
   x.admit = [r](const Case& c) {
