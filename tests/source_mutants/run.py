@@ -412,7 +412,7 @@ def main():
                             if r["id"] in order else len(order))
             Path(args.update).write_text(json.dumps(
                 {"mechanisms": mechanisms, "command": earlier.get("command", "?"),
-                 "complete": earlier.get("complete", False),
+                 "complete": set(order) <= set(rows),
                  "results": merged}, indent=1) + "\n")
             if args.markdown:
                 base = f"python3 tests/source_mutants/run.py --mechanisms {','.join(mechanisms)}"
