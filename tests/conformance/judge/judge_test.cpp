@@ -1,10 +1,14 @@
 // The one judge: backends whose run() expects another memory space are judged on mirrors of
 // the guarded buffers (conformance/judge/memory_space.hpp), so guard violations made there are
 // still found; golden expected values and the capture bound (tests/golden/capture_test.cpp
-// covers files end to end).
+// covers files end to end). The judge's own strictness: a correct backend judged against
+// planted expected values must fail exactly where the bound says (each test here kills a
+// judge mutant of tests/source_mutants/catalog.json, which no correct kernel can).
 #include "conformance/judge/judge.hpp"
 
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "conformance/engine/data_gen.hpp"
 #include "conformance/judge/memory_space.hpp"
@@ -79,6 +83,89 @@ TEST(Judge, ExpectedValuesFromElsewhereAreUsed) {
   const CaseOutcome wrong = judge(backend, c.problem, in, detect_cpu(), {}, &exact);
   EXPECT_EQ(wrong.status, Status::fail);
   EXPECT_NE(wrong.message.find("o[0,0,0,5]"), std::string::npos) << wrong.message;
+}
+
+// A correct backend against the reference's values with one element moved: the judge's verdict
+// on the moved element alone.
+struct Planted {
+  const FakeBackend backend{"fake", Fault::none};
+  Case c;
+  InputBuffers in;
+  reference::Result ref;
+  std::vector<double> o, lse;
+  explicit Planted(const char* id)
+      : c(parse_case_id_or_throw(id)),
+        in(make_inputs(c)),
+        ref(reference::run_sdpa(c.problem, in.pointers())),
+        o(ref.o),
+        lse(ref.lse) {}
+  CaseOutcome judge_it() {
+    ExpectedValues e{&o, &lse, nullptr, 50};
+    return judge(backend, c.problem, in, detect_cpu(), {}, &e);
+  }
+  // The bound of output element x = row * Dv + d, as the judge computes it.
+  double bound(std::size_t x) const {
+    const Problem& p = c.problem;
+    const auto row = static_cast<std::int64_t>(x) / p.head_dim_v;
+    const std::int64_t b = row / (p.heads_q * p.len_q);
+    const ToleranceFactors f = tolerance_factors(p, backend.precision(p.dtype), seqlen_kv(p, b));
+    return output_tolerance(f, ref, row, static_cast<std::int64_t>(x) % p.head_dim_v, p.head_dim_v);
+  }
+};
+
+TEST(Judge, NanWhereAFiniteValueIsExpectedIsAFail) {
+  Planted t(kCase);
+  EXPECT_EQ(t.judge_it().status, Status::pass);
+  t.o[5] = std::nan("");
+  const CaseOutcome o = t.judge_it();
+  EXPECT_EQ(o.status, Status::fail);
+  EXPECT_NE(o.message.find("o[0,0,0,5]"), std::string::npos) << o.message;
+}
+
+TEST(Judge, AWrongLseIsAFail) {
+  Planted t(kCase);
+  t.lse[3] += 0.01;
+  const CaseOutcome o = t.judge_it();
+  EXPECT_EQ(o.status, Status::fail);
+  EXPECT_NE(o.message.find("lse[0,0,3]"), std::string::npos) << o.message;
+}
+
+TEST(Judge, PaddingRowsMustBeZero) {
+  // Batch 0 has 3 valid rows of 8: rows 3..7 of the padded layout must hold zeros.
+  Planted t("b2.hq2.l8.s9.dqk8.dv8.f32.qlen=3_8.kvlen=9_5.lay=bshd.lse.seed5.gen=normal");
+  EXPECT_EQ(t.judge_it().status, Status::pass);
+  const std::int64_t Dv = 8;
+  t.o[static_cast<std::size_t>(5 * Dv + 2)] = 0.5;  // b0, h0, row 5 (padding), d 2
+  const CaseOutcome o = t.judge_it();
+  EXPECT_EQ(o.status, Status::fail);
+  EXPECT_NE(o.message.find("o[0,0,5,2]"), std::string::npos) << o.message;
+}
+
+TEST(Judge, TheOutputBoundIsTheDocumentedOne) {
+  // An error of twice an element's bound fails, half of it passes: the bound neither looser nor
+  // tighter than tolerance.hpp's formula by a factor of two.
+  for (const char* id : {kCase, "b1.hq2.l9.s300.dqk32.bf16.seed2.gen=normal"}) {
+    for (const double k : {0.5, 2.0}) {
+      Planted t(id);
+      const std::size_t x = 7;
+      // Moved from what the backend writes (the reference rounded to the output type), so the
+      // backend's own rounding does not count.
+      double written = 0;
+      store_from_double(t.c.problem.dtype, &written, 0, t.ref.o[x]);
+      t.o[x] = load_as_double(t.c.problem.dtype, &written, 0) + k * t.bound(x);
+      const CaseOutcome o = t.judge_it();
+      EXPECT_EQ(o.status, k < 1 ? Status::pass : Status::fail)
+          << id << " error = " << k << " x bound: " << o.message;
+    }
+  }
+}
+
+TEST(Judge, TheCaseErrorIsTheLargestNotTheSum) {
+  Planted t(kCase);
+  t.o[5] += 0.01;
+  t.o[9] -= 0.008;
+  const CaseOutcome o = t.judge_it();
+  EXPECT_NEAR(o.max_abs_error, 0.01, 1e-5);
 }
 
 TEST(Judge, CaptureUnit) {
