@@ -103,13 +103,20 @@ struct Planted {
     ExpectedValues e{&o, &lse, nullptr, 50};
     return judge(backend, c.problem, in, detect_cpu(), {}, &e);
   }
-  // The bound of output element x = row * Dv + d, as the judge computes it.
+  // The bound of output element x = row * Dv + d, written out from tolerance.hpp's formula
+  // (not through output_tolerance(), which would scale with the judge it tests):
+  //   u_out |O| + (u_p + k_S u_acc) A + k_E u_acc G + k_x u_acc C + u_sub U + floor.
   double bound(std::size_t x) const {
     const Problem& p = c.problem;
-    const auto row = static_cast<std::int64_t>(x) / p.head_dim_v;
-    const std::int64_t b = row / (p.heads_q * p.len_q);
+    const auto row = static_cast<std::size_t>(x) / static_cast<std::size_t>(p.head_dim_v);
+    const std::int64_t b = static_cast<std::int64_t>(row) / (p.heads_q * p.len_q);
     const ToleranceFactors f = tolerance_factors(p, backend.precision(p.dtype), seqlen_kv(p, b));
-    return output_tolerance(f, ref, row, static_cast<std::int64_t>(x) % p.head_dim_v, p.head_dim_v);
+    const int e = ref.mag_exp.empty() ? 0 : static_cast<int>(ref.mag_exp[row]);
+    return f.u_out * std::fabs(ref.o[x]) +
+           std::ldexp((f.u_p + f.k_s * f.u_acc) * ref.mag_a[x] + f.k_e * f.u_acc * ref.mag_g[x] +
+                          f.k_x * f.u_acc * ref.mag_c[x] + f.u_sub * ref.mag_u[x],
+                      e) +
+           f.floor;
   }
 };
 
