@@ -4,6 +4,8 @@
 #pragma once
 
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "core/guarded_buffer.hpp"
 #include "core/problem.hpp"
@@ -24,6 +26,7 @@ struct InputBuffers {
   GuardedBuffer k;                    // K view
   GuardedBuffer v;                    // V view
   std::optional<GuardedBuffer> mask;  // mask view when the problem has a mask tensor
+  std::optional<GuardedBuffer> d_out;  // dO in O's layout (o_view) when the problem is backward
   InputPointers pointers() const;     // element-0 pointers
   // Snapshots every input, so that check_unchanged() finds any later write.
   void snapshot();
@@ -43,5 +46,22 @@ struct OutputBuffers {
 
 // Poisoned outputs for `p`.
 OutputBuffers make_outputs(const Problem& p);
+
+// Guarded gradient outputs of a backward problem, each in its input's layout (dQ in Q's,
+// dK in K's, dV in V's, with their base offsets): every byte poisoned until written.
+struct GradientBuffers {
+  GradientBuffers(GuardedBuffer q, GuardedBuffer k, GuardedBuffer v)
+      : dq(std::move(q)), dk(std::move(k)), dv(std::move(v)) {}
+  GuardedBuffer dq;  // q_view
+  GuardedBuffer dk;  // k_view
+  GuardedBuffer dv;  // v_view
+  // The first violation (an unwritten element, a write outside a view), or none.
+  GuardViolation check() const;
+};
+GradientBuffers make_gradient_outputs(const Problem& p);
+
+// dO of a backward problem as the logical [B, Hq, L, Dv] array the reference takes; rows
+// i >= L_b are 0 (never read).
+std::vector<double> logical_d_out(const Problem& p, const GuardedBuffer& d_out);
 
 }  // namespace sdpa

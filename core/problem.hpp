@@ -90,6 +90,8 @@ struct Problem {
 
   bool want_lse = false;      // also produce LSE [B, Hq, L] (f32)
   bool want_weights = false;  // also produce attention weights [B, Hq, L, S] (after dropout)
+  bool backward = false;      // also compute dQ, dK, dV for an upstream gradient dO (case ID
+                              // flag `bwd`; needs want_lse: the training forward saves LSE)
 };
 
 // The scale actually used (the default when none is set).

@@ -384,6 +384,11 @@ GoldenCase GoldenFile::load(const std::string& id, Outputs outputs) const {
   if (auto r = validate(p); !r.empty()) {
     h5::fail_schema(w, "", "the case ID describes an invalid problem: " + r);
   }
+  if (p.backward) {
+    h5::fail_schema(w, "",
+                    "the case ID asks for the backward (bwd), but this schema carries no dO nor "
+                    "gradients");
+  }
   Handle sdpa = h5::open_group(Where{path, ""}, impl_->file.get(), "sdpa");
   Handle g = h5::open_group(w, sdpa.get(), id);
 
@@ -461,7 +466,7 @@ GoldenCase GoldenFile::load(const std::string& id, Outputs outputs) const {
 
   GoldenCase out{id,
                  std::move(c),
-                 InputBuffers{std::move(q), std::move(k), std::move(v), std::move(mask)},
+                 InputBuffers{std::move(q), std::move(k), std::move(v), std::move(mask), std::nullopt},
                  std::move(o),
                  std::move(lse),
                  std::move(weights),

@@ -51,6 +51,13 @@ struct PrecisionContract {
   DType p_type = DType::f32;      // type P is rounded to before PV (f32 = not rounded)
   bool online_softmax = false;    // rescales running sums per key block (flash style)
   std::int64_t key_block = 0;     // keys per block of the online softmax / split (0 = none)
+  // The backward's roundings (docs/CONFORMANCE.md, "The gradients' bound"); it accumulates in
+  // `accumulate` and recomputes P in it.
+  DType ds_type = DType::f32;          // type P and dS are rounded to before the gradient
+                                       // products (f32 = not rounded; FlashAttention-2 rounds
+                                       // both to the input type)
+  bool dkv_rounded_per_head = false;   // dK, dV of each query head rounded to the input type
+                                       // before the sum over the GQA group (FlashAttention-2)
 };
 
 // Where a backend's run() expects its buffers. The judge allocates and guards buffers in
@@ -127,6 +134,8 @@ struct Capabilities {
   bool last_dim_contiguous = false;     // requires stride 1 in the head dimension
   bool empty_problems = true;           // any dimension may be 0
   bool deterministic = false;           // same bits at any thread count and across runs
+                                        // (the backward's too, when it has one)
+  bool backward = false;                // computes dQ, dK, dV (run_backward)
   bool batch_invariant = false;         // a row's output does not depend on the rest of the batch
   MemorySpace memory = MemorySpace::host;  // where run() expects its buffers
   Traits traits;                           // algorithm properties the dispatcher's rules use
@@ -146,6 +155,17 @@ struct Buffers {
   float* lse = nullptr;                    // LSE, written when problem.want_lse
   void* weights = nullptr;                 // attention weights, written when problem.want_weights
   MemorySpace memory = MemorySpace::host;  // where every pointer above points
+};
+
+// The backward's buffers (docs/SEMANTICS.md, "Backward"), besides the forward's Buffers, whose
+// o and lse then hold this backend's own forward outputs for the same problem (inputs of the
+// backward, never written). Gradients are written in the layouts of their inputs, every
+// element: rows i >= L_b of dQ (padded layout) and keys j >= S_b of dK, dV are written 0.
+struct GradientPointers {
+  const void* d_out = nullptr;  // dO, in O's layout (problem.o)
+  void* dq = nullptr;           // dQ, in Q's layout (problem.q)
+  void* dk = nullptr;           // dK, in K's layout, summed over each KV head's query group
+  void* dv = nullptr;           // dV, in V's layout, summed over each KV head's query group
 };
 
 // Per-run knobs that are neither part of the problem nor of the device.
@@ -169,6 +189,11 @@ class Backend {
   // supports() said yes; throws std::runtime_error on an internal failure.
   virtual void run(const Problem& p, const Buffers& buffers, const Device& device,
                    const RunOptions& options) const = 0;
+  // Computes dQ, dK, dV for `p` (p.backward) after its own forward run() wrote `forward.o`
+  // and `forward.lse`. Only called when supports() accepted a backward problem, which needs
+  // Capabilities::backward; the default throws.
+  virtual void run_backward(const Problem& p, const Buffers& forward, const GradientPointers& grads,
+                            const Device& device, const RunOptions& options) const;
   // Where run() takes its buffers on `device`: Capabilities::memory, unless the family says
   // otherwise (an emulated GPU's kernels take host memory standing in for the device).
   virtual MemorySpace run_memory_space(const Device& device) const {

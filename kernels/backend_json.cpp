@@ -31,6 +31,7 @@ nlohmann::ordered_json backend_json(const Backend& b) {
   caps["empty_problems"] = c.empty_problems;
   caps["deterministic"] = c.deterministic;
   caps["batch_invariant"] = c.batch_invariant;
+  caps["backward"] = c.backward;
   caps["memory"] = memory_space_name(c.memory);
   json traits;
   traits["split_kv"] = c.traits.split_kv;
@@ -46,6 +47,10 @@ nlohmann::ordered_json backend_json(const Backend& b) {
     j["p_type"] = std::string(dtype_name(p.p_type));
     j["online_softmax"] = p.online_softmax;
     j["key_block"] = p.key_block;
+    if (c.backward) {
+      j["ds_type"] = std::string(dtype_name(p.ds_type));
+      j["dkv_rounded_per_head"] = p.dkv_rounded_per_head;
+    }
     precision[std::string(dtype_name(t))] = j;
   }
   json out;

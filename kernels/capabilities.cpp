@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 
 #include "kernels/backend.hpp"
@@ -33,8 +34,14 @@ const char* pytorch_kernel_name(PytorchKernel k) {
   return "";
 }
 
+void Backend::run_backward(const Problem&, const Buffers&, const GradientPointers&, const Device&,
+                           const RunOptions&) const {
+  throw std::logic_error(std::string(name()) + " has no backward pass");
+}
+
 void check_capabilities(const Capabilities& caps, const Problem& p, const Device& device,
                         Support& s) {
+  if (p.backward && !caps.backward) s.decline("has no backward pass (bwd)");
   if (device.kind != caps.device) {
     s.decline(std::string("runs on ") + (caps.device == DeviceKind::cpu ? "CPU" : "CUDA") +
               " devices, not on " + device.name);

@@ -103,7 +103,7 @@ std::vector<std::string> shrink_candidates(const std::string& case_id) {
   // Whole features first: each optional field removed (with the fields that go with it).
   static const std::set<std::string> optional = {
       "causal", "win",   "mask", "mbc", "qlen", "kvlen", "packed", "softcap", "scale",
-      "p",      "dseed", "doff", "lay", "gap",  "off",   "lse",    "attnw"};
+      "p",      "dseed", "doff", "lay", "gap",  "off",   "lse",    "attnw", "bwd"};
   for (std::size_t i = 0; i < fields.size(); ++i) {
     const std::string n = name_of(fields[i]);
     if (!optional.count(n)) continue;

@@ -3,8 +3,10 @@
 #include <cmath>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <utility>
 
+#include "conformance/judge/gradient_judge.hpp"
 #include "conformance/judge/magnitudes.hpp"
 #include "conformance/judge/memory_space.hpp"
 #include "conformance/judge/naive_baseline.hpp"
@@ -77,6 +79,12 @@ std::optional<CaseOutcome> precheck(const Backend& backend, const Problem& p,
     std::string why;
     for (const auto& reason : s.all_reasons()) why += (why.empty() ? "" : "; ") + reason;
     return verdict(Status::not_supported, why);
+  }
+  if (p.backward && backend.run_memory_space(device) != MemorySpace::host) {
+    return verdict(Status::not_supported,
+                   "the judge runs a backward pass in host memory only, and this backend takes " +
+                       std::string(memory_space_name(backend.run_memory_space(device))) +
+                       " memory");
   }
   return std::nullopt;
 }
@@ -205,10 +213,26 @@ CaseOutcome judge(const Backend& backend, const Problem& p, InputBuffers& in, co
       }
     }
   }
+  if (p.backward) out.tensor_ratios["forward"] = out.worst_ratio;
   if (out.worst_ratio > 1) {
     out.status = Status::fail;
     out.message = "error/tolerance " + num(out.worst_ratio) + " at " + out.worst_where;
     return out;
+  }
+  if (p.backward) {
+    if (!in.d_out) throw std::invalid_argument("a backward case's inputs have no dO");
+    const GradientOutcome g =
+        judge_gradients(backend, p, in, outputs, placed->get(), ref, device, options, table);
+    out.tensor_ratios.insert(g.ratios.begin(), g.ratios.end());
+    if (g.worst_ratio > out.worst_ratio) {
+      out.worst_ratio = g.worst_ratio;
+      out.worst_where = g.worst_where;
+    }
+    if (g.status == Status::fail) {
+      out.status = Status::fail;
+      out.message = g.message;
+      return out;
+    }
   }
   // MISTRUSTED: rows that attend some key exist, yet the exact output is all zeros there
   // (e.g. V sparse or zero): such a case cannot tell a right kernel from a wrong one.
@@ -281,6 +305,7 @@ void set_outcome(CaseRecord& r, const CaseOutcome& o) {
   r.nmse = o.nmse;
   r.worst_ratio = o.worst_ratio;
   r.worst_where = o.worst_where;
+  r.tensor_ratios = o.tensor_ratios;
 }
 
 }  // namespace sdpa::conformance

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,9 @@ struct CaseOutcome {
   double nmse = 0;  // sum (kernel - expected)^2 / sum expected^2 over finite O (information only)
   double worst_ratio = 0;   // largest |error| / tolerance over O, LSE and weights
   std::string worst_where;  // "o[b,h,i,d] = ..." of the worst ratio
+  // For a backward case, the worst error / tolerance per judged part: "forward" (O, LSE,
+  // weights), "dq", "dk", "dv" (empty for a forward-only case).
+  std::map<std::string, double> tensor_ratios;
 };
 
 // Expected values other than the reference's: a golden file's ([B, Hq, L, Dv] O, [B, Hq, L]

@@ -24,6 +24,7 @@
 
 #include "kernels/cpu/cpu_backends.hpp"
 #include "kernels/cpu/isa_target.hpp"
+#include "kernels/cpu/math_backward.hpp"
 #include "kernels/cpu/sdpa_rows.hpp"
 #include "kernels/cpu/vec_kernels.hpp"
 
@@ -342,6 +343,7 @@ class MathBackend final : public Backend {
     caps_.weights_output = true;
     caps_.deterministic = true;
     caps_.batch_invariant = true;
+    caps_.backward = true;
     caps_.traits.pytorch = PytorchKernel::math;
     caps_.traits.isa_targets = true;
   }
@@ -349,7 +351,7 @@ class MathBackend final : public Backend {
   const Capabilities& capabilities() const override { return caps_; }
   PrecisionContract precision(DType dtype) const override {
     PrecisionContract c;
-    c.accumulate = c.p_type = dtype == DType::f64 ? DType::f64 : DType::f32;
+    c.accumulate = c.p_type = c.ds_type = dtype == DType::f64 ? DType::f64 : DType::f32;
     return c;
   }
   Support supports(const Problem& p, const Device& device) const override {
@@ -373,6 +375,10 @@ class MathBackend final : public Backend {
     const bool blas = target != IsaTarget::scalar && gemm_kind() == GemmKind::openblas;
     if (blas) blas_single_thread();
     run_all(F32Engine{vk::table(target), blas}, p, buf, options);
+  }
+  void run_backward(const Problem& p, const Buffers& forward, const GradientPointers& grads,
+                    const Device&, const RunOptions& options) const override {
+    math_backward(p, forward, grads, options);
   }
 
  private:

@@ -43,6 +43,11 @@ nlohmann::ordered_json record_to_json(const CaseRecord& r) {
   j["nmse"] = number(r.nmse);
   j["worst_ratio"] = number(r.worst_ratio);
   j["worst_where"] = r.worst_where;
+  if (!r.tensor_ratios.empty()) {
+    nlohmann::ordered_json t = nlohmann::ordered_json::object();
+    for (const auto& [name, ratio] : r.tensor_ratios) t[name] = number(ratio);
+    j["tensor_ratios"] = t;
+  }
   j["seconds"] = number(r.seconds);
   j["features"] = r.features;
   j["repro"] = r.repro;
@@ -67,6 +72,12 @@ CaseRecord record_from_json(const nlohmann::json& j) {
     r.nmse = number_from(j, "nmse");
     r.worst_ratio = number_from(j, "worst_ratio");
     r.worst_where = j.at("worst_where");
+    // Written when something was judged; absent in files written before the backward.
+    if (j.contains("tensor_ratios")) {
+      const auto& t = j.at("tensor_ratios");
+      if (!t.is_object()) throw std::invalid_argument("record key 'tensor_ratios': not an object");
+      for (auto it = t.begin(); it != t.end(); ++it) r.tensor_ratios[it.key()] = number_from(t, it.key().c_str());
+    }
     r.seconds = number_from(j, "seconds");
     r.features = j.at("features").get<std::vector<std::string>>();
     r.repro = j.at("repro");

@@ -25,6 +25,8 @@ struct CaseRecord {
   double nmse = 0;                    // normalised mean squared error of O (information only)
   double worst_ratio = 0;             // largest error / tolerance (<= 1 passes)
   std::string worst_where;            // where the worst ratio occurred
+  std::map<std::string, double> tensor_ratios;  // worst ratio per judged part: "forward",
+                                                // and "dq", "dk", "dv" for a backward case
   double seconds = 0;                 // wall time of the backend run plus judging
   std::vector<std::string> features;  // feature tags of the case: "dtype=bf16", "causal=br", ...
   std::string repro;                  // paste-able command reproducing this record

@@ -439,3 +439,23 @@ TEST(Problem, HugeShapesOverflow) {
 
 }  // namespace
 }  // namespace sdpa
+
+namespace sdpa {
+namespace {
+
+TEST(Problem, BackwardNeedsTheForwardsLseAndDistinctGradientPlaces) {
+  Problem p = base();
+  p.backward = true;
+  EXPECT_TRUE(rejected_for(p, "bwd"));
+  EXPECT_NE(validate(p).find("lse"), std::string::npos) << validate(p);
+  p.want_lse = true;
+  EXPECT_EQ(validate(p), "");
+  // K broadcast over heads (stride 0) is a valid input, but dK cannot be written there.
+  p.k.stride[1] = 0;
+  EXPECT_TRUE(rejected_for(p, "bwd"));
+  p.backward = false;
+  EXPECT_EQ(validate(p), "");
+}
+
+}  // namespace
+}  // namespace sdpa

@@ -272,6 +272,26 @@ TEST_P(CpuBackend, StridedLayouts) {
   check_all(ids);
 }
 
+// The backward (docs/SEMANTICS.md, "Backward"): dQ, dK, dV judged with the gradients' bound,
+// for the backends that declare one (the others must decline every case).
+TEST_P(CpuBackend, Backward) {
+  check_all({
+      "b2.hq4.hkv2.l33.s47.dqk40.dv24.f32.causal=br.lse.bwd.seed1",
+      "b2.hq4.hkv1.l47.s33.dqk32.bf16.causal=tl.mask=add.mbc=h.lse.bwd.seed2",
+      "b1.hq2.l40.s40.dqk24.f16.win=3_1_br.softcap=5.lse.bwd.seed3",
+      "b1.hq2.l40.s300.dqk16.f32.mask=bool.p0.3.dseed5.doff3.lse.bwd.seed4",
+      "b3.hq2.l33.s47.dqk32.f32.qlen=33_5_0.kvlen=47_0_9.packed.lse.bwd.seed5",
+      "b3.hq2.l33.s47.dqk32.bf16.qlen=33_5_0.kvlen=47_0_9.lse.bwd.seed6",
+      "b2.hq2.l17.s20.dqk16.f32.mask=bool.mbc=s.lse.bwd.seed7",  // whole rows masked
+      "b1.hq2.l9.s31.dqk16.f64.mask=add.softcap=3.attnw.lse.bwd.seed8",
+      "b2.hq4.hkv2.l33.s47.dqk40.f32.lay=bshd.gap=2.off=3.lse.bwd.seed9",
+      "b1.hq2.hkv2.l60.s300.dqk8.dv8.f32.qst=960_480_8_1_1.kst=4800_2400_1_300_0."
+      "vst=4800_2400_1_300_2.ost=960_1_16_2_0.lse.bwd.seed10",
+      "b1.hq2.l0.s7.dqk8.f32.lse.bwd",
+      "b1.hq2.l5.s0.dqk8.f32.lse.bwd",
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(All, CpuBackend, testing::ValuesIn(combos()), combo_name);
 
 // ------------------------------------------------------------------ bitwise properties
@@ -331,6 +351,42 @@ TEST_P(CpuBitwise, SameBitsAtAnyThreadCountAndRun) {
           << b.name() << " [" << target << "] " << id << ": LSE differs across thread counts";
       ++compared;
     }
+  }
+  EXPECT_GT(compared, 0);
+}
+
+// A deterministic backend's backward too: forward then backward at 1, 2 and 3 threads and
+// again, every gradient byte compared (dK and dV sum over a GQA group's query heads).
+TEST_P(CpuBitwise, BackwardSameBitsAtAnyThreadCountAndRun) {
+  const Backend& b = *GetParam();
+  if (!b.capabilities().backward) GTEST_SKIP() << b.name() << " has no backward pass";
+  ASSERT_TRUE(b.capabilities().deterministic) << b.name() << ": a backward must be deterministic";
+  int compared = 0;
+  for (const char* id : {"b2.hq8.hkv2.l130.s200.dqk40.dv24.f32.causal=br.mask=add.lse.bwd.seed3",
+                         "b1.hq4.hkv1.l64.s300.dqk64.bf16.p0.2.dseed5.lse.bwd.seed4",
+                         "b3.hq2.l33.s600.dqk32.f32.qlen=33_5_17.kvlen=600_9_300.packed.lse.bwd.seed5"}) {
+    const Case c = parse_case_id_or_throw(id);
+    const Problem& p = c.problem;
+    ASSERT_TRUE(b.supports(p, cpu()).ok()) << id;
+    InputBuffers in = make_inputs(c);
+    std::vector<std::vector<unsigned char>> runs;
+    for (int threads : {1, 2, 3, 2}) {
+      OutputBuffers out = make_outputs(p);
+      GradientBuffers g = make_gradient_outputs(p);
+      const Buffers fwd{in.q.data(), in.k.data(), in.v.data(), in.mask ? in.mask->data() : nullptr,
+                        out.o.data(), static_cast<float*>(out.lse.data()), nullptr};
+      b.run(p, fwd, cpu(), RunOptions{threads});
+      b.run_backward(p, fwd, {in.d_out->data(), g.dq.data(), g.dk.data(), g.dv.data()}, cpu(),
+                     RunOptions{threads});
+      std::vector<unsigned char> bytes;
+      for (const GuardedBuffer* t : {&g.dq, &g.dk, &g.dv})
+        bytes.insert(bytes.end(), t->region(), t->region() + t->region_size());
+      runs.push_back(std::move(bytes));
+    }
+    for (std::size_t r = 1; r < runs.size(); ++r)
+      EXPECT_TRUE(runs[r] == runs[0]) << b.name() << " " << id << ": run " << r
+                                      << " (threads 2, 3, 2) differs from 1 thread";
+    ++compared;
   }
   EXPECT_GT(compared, 0);
 }

@@ -46,6 +46,7 @@ FAILING_LINE = re.compile(r"^(FAIL|CRASH|TIMEOUT) (\S+) (\S+)")
 FUZZ_TARGETS = {
     "cpu.flash": [("cpu.flash", [])],
     "cpu.math": [("cpu.math", [])],
+    "backward": [("cpu.math", [])],
     "cpu.mem_efficient": [("cpu.mem_efficient", [])],
     "cuda.flash": [("cuda.flash", ["--device", "sm80:emulate=1"])],
     "cuda.mem_efficient": [("cuda.mem_efficient", ["--device", "sm80:emulate=1"])],
@@ -55,7 +56,7 @@ ALL_EMULATED = [("cuda.flash", ["--device", "sm80:emulate=1"]),
                 ("cuda.mem_efficient", ["--device", "sm80:emulate=1"])]
 AREAS = ("cpu.flash", "cpu.math", "cpu.mem_efficient", "simd", "cuda.flash",
          "cuda.mem_efficient", "cuda.shared", "lowering", "reference_shared", "dispatcher",
-         "judge", "reference")
+         "judge", "reference", "backward")
 
 
 def fuzz_targets(area):

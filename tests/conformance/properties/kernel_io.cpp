@@ -71,7 +71,7 @@ InputBuffers write_inputs(const Problem& p, const Tensors& t) {
   if (p.packed) throw std::invalid_argument("write_inputs: packed layouts are not supported");
   InputBuffers in{write_view("q", p.dtype, q_view(p), p.q.base_offset, t.q),
                   write_view("k", p.dtype, k_view(p), p.k.base_offset, t.k),
-                  write_view("v", p.dtype, v_view(p), p.v.base_offset, t.v), std::nullopt};
+                  write_view("v", p.dtype, v_view(p), p.v.base_offset, t.v), std::nullopt, std::nullopt};
   if (p.mask == MaskKind::additive) {
     in.mask.emplace(write_view("mask", p.dtype, mask_view(p), 0, t.mask));
   } else if (p.mask == MaskKind::boolean) {

@@ -1,0 +1,118 @@
+#include "conformance/judge/gradient_judge.hpp"
+
+#include <cmath>
+#include <sstream>
+
+#include "conformance/judge/gradient_tolerance.hpp"
+#include "reference/sdpa_backward.hpp"
+
+namespace sdpa::conformance {
+namespace {
+
+std::string num(double x) {
+  std::ostringstream s;
+  s.precision(9);
+  s << x;
+  return s.str();
+}
+
+GradientOutcome failed(std::string message) {
+  GradientOutcome g;
+  g.status = Status::fail;
+  g.message = std::move(message);
+  g.worst_ratio = INFINITY;
+  return g;
+}
+
+// One gradient tensor and its exact values and bounds (logical [B, heads, rows, cols]).
+struct TensorCheck {
+  const char* name;
+  const TensorLayout& layout;
+  const void* data;
+  std::int64_t heads, rows, cols;
+  const std::vector<double>& want;
+  const std::vector<double>& tol;
+};
+
+}  // namespace
+
+GradientOutcome judge_gradients(const Backend& backend, const Problem& p, InputBuffers& in,
+                                OutputBuffers& outputs, const Buffers& forward,
+                                const reference::Result& ref, const Device& device,
+                                const RunOptions& options, const ToleranceTable& table) {
+  // The forward's O and LSE are the backward's inputs: nothing may write them.
+  outputs.o.snapshot();
+  outputs.lse.snapshot();
+  GradientBuffers grads = make_gradient_outputs(p);
+  try {
+    backend.run_backward(p, forward,
+                         GradientPointers{in.d_out->data(), grads.dq.data(), grads.dk.data(),
+                                          grads.dv.data()},
+                         device, options);
+  } catch (const std::exception& e) {
+    return failed(std::string("the backward threw after supports() accepted: ") + e.what());
+  }
+  if (auto v = in.check_unchanged()) return failed(v.message);
+  if (auto v = outputs.o.check_unchanged()) return failed("the backward wrote its input O: " + v.message);
+  if (auto v = outputs.lse.check_unchanged()) {
+    return failed("the backward wrote its input LSE: " + v.message);
+  }
+  if (auto v = grads.check()) return failed(v.message);
+
+  const std::vector<double> d_out = logical_d_out(p, *in.d_out);
+  const reference::Gradients exact = reference::run_sdpa_backward(p, in.pointers(), d_out);
+  const GradientTolerances tol = gradient_tolerances(p, in.pointers(), d_out, ref, exact,
+                                                     backend.precision(p.dtype), table);
+  GradientOutcome out;
+  const TensorCheck checks[] = {
+      {"dq", p.q, grads.dq.data(), p.heads_q, p.len_q, p.head_dim_qk, exact.dq, tol.dq},
+      {"dk", p.k, grads.dk.data(), p.heads_kv, p.len_kv, p.head_dim_qk, exact.dk, tol.dk},
+      {"dv", p.v, grads.dv.data(), p.heads_kv, p.len_kv, p.head_dim_v, exact.dv, tol.dv}};
+  const auto cuq = cu_seqlens_q(p), cuk = cu_seqlens_kv(p);
+  for (const TensorCheck& t : checks) {
+    const bool q_side = &t.layout == &p.q;
+    double worst = 0;
+    for (std::int64_t b = 0; b < p.batch; ++b) {
+      const std::int64_t valid = q_side ? seqlen_q(p, b) : seqlen_kv(p, b);
+      const std::int64_t first = q_side ? (p.packed ? cuq[b] : 0) : (p.packed ? cuk[b] : 0);
+      // Rows beyond the valid length exist only in the padded layout (and are exact zeros).
+      const std::int64_t rows = p.packed ? valid : t.rows;
+      for (std::int64_t h = 0; h < t.heads; ++h)
+        for (std::int64_t r = 0; r < rows; ++r)
+          for (std::int64_t e = 0; e < t.cols; ++e) {
+            const auto x = static_cast<std::size_t>(((b * t.heads + h) * t.rows + r) * t.cols + e);
+            const double got = load_as_double(
+                p.dtype, t.data, element_offset(t.layout, p.packed, b, h, first + r, e));
+            const double want = t.want[x];
+            double bound = t.tol[x];
+            if (std::isnan(bound)) bound = 0;  // a NaN bound never hides an error
+            double ratio = 0, err = 0;
+            if (std::isnan(want) || std::isnan(got)) {
+              ratio = std::isnan(want) && std::isnan(got) ? 0 : INFINITY;
+            } else if (std::isinf(want) || std::isinf(got)) {
+              ratio = got == want ? 0 : INFINITY;
+            } else {
+              err = std::fabs(got - want);
+              ratio = err == 0 ? 0 : (bound > 0 ? err / bound : INFINITY);
+            }
+            out.max_abs_error = std::max(out.max_abs_error, err);
+            worst = std::max(worst, ratio);
+            if (ratio > out.worst_ratio || (std::isinf(ratio) && !std::isinf(out.worst_ratio))) {
+              out.worst_ratio = ratio;
+              out.worst_where = std::string(t.name) + "[" + std::to_string(b) + "," +
+                                std::to_string(h) + "," + std::to_string(r) + "," +
+                                std::to_string(e) + "] = " + num(got) + ", expected " + num(want) +
+                                " (tolerance " + num(bound) + ")";
+            }
+          }
+    }
+    out.ratios[t.name] = worst;
+  }
+  if (out.worst_ratio > 1) {
+    out.status = Status::fail;
+    out.message = "gradient error/tolerance " + num(out.worst_ratio) + " at " + out.worst_where;
+  }
+  return out;
+}
+
+}  // namespace sdpa::conformance

@@ -1,0 +1,35 @@
+// The backward half of the judge: runs a backend's backward on a case whose forward it has
+// just passed, with guarded gradient buffers, and judges dQ, dK and dV element by element
+// against the reference's exact gradients with the gradients' bound
+// (conformance/judge/gradient_tolerance.hpp, docs/CONFORMANCE.md).
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "conformance/judge/tolerance.hpp"
+#include "core/case_buffers.hpp"
+#include "kernels/backend.hpp"
+#include "reference/sdpa_reference.hpp"
+#include "reports/records/status.hpp"
+
+namespace sdpa::conformance {
+
+struct GradientOutcome {
+  Status status = Status::pass;         // PASS or FAIL
+  std::string message;                  // why it failed
+  double worst_ratio = 0;               // largest |error| / tolerance over dQ, dK, dV
+  std::string worst_where;              // "dk[b,h,j,e] = ..." of the worst ratio
+  double max_abs_error = 0;             // largest |kernel - exact| over the gradients
+  std::map<std::string, double> ratios;  // worst ratio per tensor: "dq", "dk", "dv"
+};
+
+// `forward` is what the backend's run() got, with its O and LSE written (host memory);
+// `outputs` the same outputs' guarded buffers, `ref` the reference's forward. `in` must
+// hold dO.
+GradientOutcome judge_gradients(const Backend& backend, const Problem& p, InputBuffers& in,
+                                OutputBuffers& outputs, const Buffers& forward,
+                                const reference::Result& ref, const Device& device,
+                                const RunOptions& options, const ToleranceTable& table);
+
+}  // namespace sdpa::conformance

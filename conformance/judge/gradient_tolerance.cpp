@@ -1,0 +1,116 @@
+#include "conformance/judge/gradient_tolerance.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "reference/head_inputs.hpp"
+
+namespace sdpa::conformance {
+
+GradientTolerances gradient_tolerances(const Problem& p, const InputPointers& in,
+                                       const std::vector<double>& d_out,
+                                       const reference::Result& forward,
+                                       const reference::Gradients& exact,
+                                       const PrecisionContract& c, const ToleranceTable& table) {
+  const std::int64_t B = p.batch, H = p.heads_q, Hkv = p.heads_kv, L = p.len_q, S = p.len_kv;
+  const std::int64_t Dq = p.head_dim_qk, Dv = p.head_dim_v;
+  const auto n = [](std::int64_t x) { return static_cast<std::size_t>(x); };
+  GradientTolerances t;
+  t.dq.assign(n(B * H * L * Dq), 0.0);
+  t.dk.assign(n(B * Hkv * S * Dq), 0.0);
+  t.dv.assign(n(B * Hkv * S * Dv), 0.0);
+  if (B * Hkv == 0 || H == 0) return t;
+  const std::int64_t group = H / Hkv;
+  const double u_out = dtype_unit_roundoff(p.dtype), u_a = dtype_unit_roundoff(c.accumulate);
+  const double u_p = c.ds_type == c.accumulate ? 0.0 : dtype_unit_roundoff(c.ds_type);
+  const double k_v = table.safety * std::sqrt(std::max<double>(double(Dv), 1.0));
+  const double keep_scale = p.dropout_p > 0 ? 1.0 / (1.0 - p.dropout_p) : 1.0;
+  const double per_head = c.dkv_rounded_per_head ? u_out : 0.0;
+  const double abs_scale = std::fabs(effective_scale(p));
+
+  for (std::int64_t b = 0; b < B; ++b) {
+    const std::int64_t lb = seqlen_q(p, b), sb = seqlen_kv(p, b);
+    const ToleranceFactors ff = tolerance_factors(p, c, sb, table);  // the forward's, and dQ's
+    const double k_n = table.safety * std::sqrt(std::max<double>(double(lb * group), 1.0));
+    for (std::int64_t h = 0; h < H; ++h) {
+      const reference::HeadInputs hd = reference::gather_head(p, in, b, h);
+      const std::int64_t hk = h / group;
+      double* tdk = t.dk.data() + (b * Hkv + hk) * S * Dq;
+      double* tdv = t.dv.data() + (b * Hkv + hk) * S * Dv;
+      for (std::int64_t i = 0; i < lb; ++i) {
+        const std::int64_t row = (b * H + h) * L + i;
+        const double lse = forward.lse[n(row)];
+        if (!std::isfinite(lse)) continue;  // no attended key (exact zeros) or a NaN row
+        const double tol_lse = lse_tolerance(ff, forward, row);
+        const double* qi = hd.q.data() + i * Dq;
+        const double* doi = d_out.data() + row * Dv;
+        const double* oi = forward.o.data() + row * Dv;
+        double big_d = 0, e_d = 0;
+        for (std::int64_t d = 0; d < Dv; ++d) {
+          big_d += doi[d] * oi[d];
+          e_d += k_v * u_a * std::fabs(doi[d] * oi[d]) +
+                 std::fabs(doi[d]) * output_tolerance(ff, forward, row, d, Dv);
+        }
+        double* tdq = t.dq.data() + row * Dq;
+        for (std::int64_t j = 0; j < sb; ++j) {
+          if (!hd.allowed[n(i * sb + j)]) continue;
+          const double* kj = hd.k.data() + j * Dq;
+          const double* vj = hd.v.data() + j * Dv;
+          double dot = 0, a = 0;
+          for (std::int64_t e = 0; e < Dq; ++e) {
+            dot += qi[e] * kj[e];
+            a += std::fabs(qi[e] * kj[e]);
+          }
+          a *= abs_scale;
+          double x = hd.scale * dot, tp = 1, e_tp = 0;
+          if (hd.softcap > 0) {
+            const double th = std::tanh(x / hd.softcap);
+            // The argument's error (the dot product's and the logit's rounding) through
+            // d(1 - tanh^2)/dy = -2 tanh (1 - tanh^2), and 1 - tanh^2's own rounding.
+            const double e_y = u_a * (ff.k_e * a + std::fabs(x)) / hd.softcap;
+            x = hd.softcap * th;
+            tp = 1 - th * th;
+            e_tp = 2 * std::fabs(th) * tp * e_y + 4 * u_a;
+          }
+          if (!hd.bias.empty()) x += hd.bias[n(i * sb + j)];
+          if (x == -std::numeric_limits<double>::infinity()) continue;
+          const double pr = std::exp(x - lse);
+          const double z = hd.kept.empty() ? 1.0 : (hd.kept[n(i * sb + j)] ? keep_scale : 0.0);
+          const double delta =
+              u_a * (ff.k_x * (1 + std::fabs(x)) + ff.k_e * a) + table.weights_lse_factor * tol_lse;
+          double dp = 0, bmag = 0;
+          for (std::int64_t d = 0; d < Dv; ++d) {
+            dp += doi[d] * vj[d];
+            bmag += std::fabs(doi[d] * vj[d]);
+          }
+          dp *= z;
+          const double ds = pr * (dp - big_d);
+          const double e_ds = tp * pr * (delta * std::fabs(dp - big_d) + z * k_v * u_a * bmag + e_d) +
+                              std::fabs(ds) * ((u_p + 2 * u_a) * tp + e_tp);
+          const double dx = std::fabs(ds * tp);
+          for (std::int64_t e = 0; e < Dq; ++e) {
+            tdq[e] += abs_scale * std::fabs(kj[e]) * (e_ds + ff.k_s * u_a * dx);
+            tdk[j * Dq + e] +=
+                abs_scale * std::fabs(qi[e]) * (e_ds + (k_n * u_a + per_head) * dx);
+          }
+          const double w = pr * z * (delta + u_p + k_n * u_a + per_head);
+          for (std::int64_t d = 0; d < Dv; ++d) tdv[j * Dv + d] += w * std::fabs(doi[d]);
+        }
+      }
+    }
+  }
+  // Output roundings and the floors.
+  for (std::int64_t b = 0; b < B; ++b) {
+    const double floor_q = tolerance_factors(p, c, seqlen_kv(p, b), table).floor;
+    const double floor_kv = tolerance_factors(p, c, seqlen_q(p, b) * group, table).floor;
+    for (std::size_t x = n(b * H * L * Dq); x < n((b + 1) * H * L * Dq); ++x)
+      t.dq[x] += u_out * std::fabs(exact.dq[x]) + floor_q;
+    for (std::size_t x = n(b * Hkv * S * Dq); x < n((b + 1) * Hkv * S * Dq); ++x)
+      t.dk[x] += u_out * std::fabs(exact.dk[x]) + floor_kv;
+    for (std::size_t x = n(b * Hkv * S * Dv); x < n((b + 1) * Hkv * S * Dv); ++x)
+      t.dv[x] += u_out * std::fabs(exact.dv[x]) + floor_kv;
+  }
+  return t;
+}
+
+}  // namespace sdpa::conformance

@@ -1,0 +1,16 @@
+// cpu.math's backward pass: the textbook gradients with P materialised per query row
+// (docs/KERNELS.md, "Backward").
+#pragma once
+
+#include "kernels/backend.hpp"
+
+namespace sdpa::cpu {
+
+// dQ, dK, dV of `p` (docs/SEMANTICS.md, "Backward") from the inputs, the forward's O in
+// `forward.o` and dO. f64 problems compute in f64, the others in f32; P and dS are not
+// rounded. One (b, key/value head) group per task, its query heads and rows in order:
+// bitwise the same for any thread count.
+void math_backward(const Problem& p, const Buffers& forward, const GradientPointers& grads,
+                   const RunOptions& options);
+
+}  // namespace sdpa::cpu

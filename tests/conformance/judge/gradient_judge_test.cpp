@@ -1,0 +1,185 @@
+// The backward half of the judge (conformance/judge/gradient_judge.hpp): a backend whose
+// gradients are the reference's, rounded once, passes every backward feature; one whose
+// gradients are moved, left unwritten, NaN, or that writes its inputs, throws, or has no
+// backward, gets the verdict that names it.
+#include "conformance/judge/gradient_judge.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "conformance/engine/data_gen.hpp"
+#include "conformance/judge/gradient_tolerance.hpp"
+#include "conformance/judge/judge.hpp"
+#include "core/device.hpp"
+#include "reference/sdpa_backward.hpp"
+#include "tests/conformance/fake_backends.hpp"
+
+namespace sdpa {
+
+using namespace sdpa::conformance;
+namespace {
+
+enum class GradFault { none, moved, unwritten_dq, nan_dv, writes_o, throws };
+
+// Which gradient element a fault touches, and by how much a `moved` one moves.
+struct Plant {
+  std::int64_t b = 0, h = 0, row = 0, col = 0;  // element (b, h, row, col) of dK
+  double delta = 0;
+};
+
+// The forward of testing::FakeBackend (the reference, rounded) and the reference's gradients
+// rounded once to the dtype, with the contract of an f32-accumulating kernel.
+class GradFake : public Backend {
+ public:
+  GradFake(GradFault fault, Plant plant = {}) : fault_(fault), plant_(plant) {
+    caps_ = forward_.capabilities();
+    caps_.backward = true;
+  }
+  std::string_view name() const override { return "grad-fake"; }
+  const Capabilities& capabilities() const override { return caps_; }
+  PrecisionContract precision(DType t) const override { return forward_.precision(t); }
+  Support supports(const Problem& p, const Device& d) const override {
+    Support s;
+    check_capabilities(caps_, p, d, s);
+    return s;
+  }
+  void run(const Problem& p, const Buffers& b, const Device& d, const RunOptions& o) const override {
+    forward_.run(p, b, d, o);
+  }
+  void run_backward(const Problem& p, const Buffers& f, const GradientPointers& g, const Device&,
+                    const RunOptions&) const override {
+    if (fault_ == GradFault::throws) throw std::runtime_error("fake backward failure");
+    const std::int64_t B = p.batch, H = p.heads_q, Hkv = p.heads_kv, L = p.len_q, S = p.len_kv;
+    const std::int64_t Dq = p.head_dim_qk, Dv = p.head_dim_v;
+    const auto cuq = cu_seqlens_q(p), cuk = cu_seqlens_kv(p);
+    std::vector<double> d_out(static_cast<std::size_t>(B * H * L * Dv), 0.0);
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t h = 0; h < H; ++h)
+        for (std::int64_t i = 0; i < seqlen_q(p, b); ++i)
+          for (std::int64_t d = 0; d < Dv; ++d)
+            d_out[static_cast<std::size_t>(((b * H + h) * L + i) * Dv + d)] = load_as_double(
+                p.dtype, g.d_out, element_offset(p.o, p.packed, b, h, p.packed ? cuq[b] + i : i, d));
+    const reference::Gradients r = reference::run_sdpa_backward(p, {f.q, f.k, f.v, f.mask}, d_out);
+    auto write = [&](void* dst, const TensorLayout& t, const std::vector<double>& src,
+                     std::int64_t heads, std::int64_t rows, std::int64_t cols, bool q_side,
+                     const char* name) {
+      for (std::int64_t b = 0; b < B; ++b) {
+        const std::int64_t valid = q_side ? seqlen_q(p, b) : seqlen_kv(p, b);
+        const std::int64_t first = p.packed ? (q_side ? cuq[b] : cuk[b]) : 0;
+        for (std::int64_t h = 0; h < heads; ++h)
+          for (std::int64_t i = 0; i < (p.packed ? valid : rows); ++i)
+            for (std::int64_t e = 0; e < cols; ++e) {
+              const bool last = b == B - 1 && h == heads - 1 && i == (p.packed ? valid : rows) - 1 &&
+                                e == cols - 1;
+              if (fault_ == GradFault::unwritten_dq && q_side && last) continue;
+              double x = src[static_cast<std::size_t>(((b * heads + h) * rows + i) * cols + e)];
+              const bool planted = b == plant_.b && h == plant_.h && i == plant_.row &&
+                                   e == plant_.col;
+              if (fault_ == GradFault::moved && planted && std::string(name) == "dk") x += plant_.delta;
+              if (fault_ == GradFault::nan_dv && planted && std::string(name) == "dv") x = NAN;
+              store_from_double(p.dtype, dst, element_offset(t, p.packed, b, h, first + i, e), x);
+            }
+      }
+    };
+    write(g.dq, p.q, r.dq, H, L, Dq, true, "dq");
+    write(g.dk, p.k, r.dk, Hkv, S, Dq, false, "dk");
+    write(g.dv, p.v, r.dv, Hkv, S, Dv, false, "dv");
+    if (fault_ == GradFault::writes_o) store_from_double(p.dtype, f.o, 0, 3.0);
+  }
+
+ private:
+  testing::FakeBackend forward_{"fake", testing::Fault::none};
+  GradFault fault_;
+  Plant plant_;
+  Capabilities caps_;
+};
+
+CaseOutcome judge_case(const Backend& backend, const char* id) {
+  const Case c = parse_case_id_or_throw(id);
+  InputBuffers in = make_inputs(c);
+  return judge(backend, c.problem, in, detect_cpu(), RunOptions{});
+}
+
+constexpr const char* kCase = "b2.hq4.hkv2.l13.s29.dqk16.dv8.f32.causal=br.lse.bwd.seed3.gen=normal";
+
+TEST(GradientJudge, ExactGradientsPassOnEveryBackwardFeature) {
+  const GradFake backend(GradFault::none);
+  for (const char* id :
+       {kCase, "b1.hq2.l9.s17.dqk8.dv4.f64.lse.bwd.seed1.gen=normal",
+        "b2.hq2.l24.s40.dqk32.bf16.causal=br.mask=add.softcap=10.p0.2.dseed1.lse.bwd.seed57.gen=normal",
+        "b3.hq2.l33.s41.dqk32.f16.qlen=33_1_0.kvlen=0_41_17.packed.lse.bwd.seed53.gen=normal",
+        "b3.hq2.l33.s41.dqk32.f32.qlen=33_1_0.kvlen=0_41_17.lse.bwd.seed53.gen=normal",
+        "b2.hq4.hkv2.l33.s47.dqk40.dv24.f32.lay=bshd.gap=2.off=3.lse.bwd.seed58.gen=normal",
+        "b2.hq2.l24.s40.dqk32.f32.mask=bool.lse.bwd.seed60.gen=neg_inf_blocks",
+        "b2.hq4.hkv2.l33.s47.dqk32.f32.causal=br.lse.bwd.seed61.gen=nan_q"}) {
+    const CaseOutcome o = judge_case(backend, id);
+    EXPECT_EQ(o.status, Status::pass) << id << ": " << o.message;
+    for (const char* t : {"forward", "dq", "dk", "dv"}) {
+      ASSERT_TRUE(o.tensor_ratios.count(t)) << id << ": no ratio for " << t;
+      EXPECT_LE(o.tensor_ratios.at(t), 1.0) << id << " " << t;
+    }
+  }
+}
+
+// The bound of dK element (0, 0, 5, 3) of kCase, as the judge computes it.
+double dk_bound() {
+  const Case c = parse_case_id_or_throw(kCase);
+  const Problem& p = c.problem;
+  InputBuffers in = make_inputs(c);
+  const reference::Result ref = reference::run_sdpa(p, in.pointers());
+  const std::vector<double> d_out = logical_d_out(p, *in.d_out);
+  const reference::Gradients g = reference::run_sdpa_backward(p, in.pointers(), d_out);
+  const GradFake backend(GradFault::none);
+  const GradientTolerances t =
+      gradient_tolerances(p, in.pointers(), d_out, ref, g, backend.precision(p.dtype));
+  const auto x = static_cast<std::size_t>(5 * p.head_dim_qk + 3);
+  // Not looser than a few hundred roundings of the element's own scale: the bound of a correct
+  // f32 kernel is a small multiple of u_acc times the terms' magnitudes, not a global atol.
+  EXPECT_GT(t.dk[x], 0);
+  EXPECT_LT(t.dk[x], 1e-4 * (std::fabs(g.dk[x]) + 1e-2)) << "dk bound " << t.dk[x];
+  return t.dk[x];
+}
+
+TEST(GradientJudge, AnErrorBeyondTheBoundFailsAndWithinItPasses) {
+  const double bound = dk_bound();
+  const CaseOutcome beyond = judge_case(GradFake(GradFault::moved, {0, 0, 5, 3, 3 * bound}), kCase);
+  EXPECT_EQ(beyond.status, Status::fail) << beyond.message;
+  EXPECT_NE(beyond.message.find("dk[0,0,5,3]"), std::string::npos) << beyond.message;
+  const CaseOutcome within = judge_case(GradFake(GradFault::moved, {0, 0, 5, 3, 0.3 * bound}), kCase);
+  EXPECT_EQ(within.status, Status::pass) << within.message;
+}
+
+TEST(GradientJudge, AnUnwrittenGradientElementIsAFailNamingTheTensor) {
+  const CaseOutcome o = judge_case(GradFake(GradFault::unwritten_dq), kCase);
+  EXPECT_EQ(o.status, Status::fail);
+  EXPECT_NE(o.message.find("dq"), std::string::npos) << o.message;
+  EXPECT_NE(o.message.find("never written"), std::string::npos) << o.message;
+}
+
+TEST(GradientJudge, NanWhereAFiniteGradientIsExpectedIsAFail) {
+  const CaseOutcome o = judge_case(GradFake(GradFault::nan_dv, {1, 1, 2, 1, 0}), kCase);
+  EXPECT_EQ(o.status, Status::fail);
+  EXPECT_NE(o.message.find("dv[1,1,2,1]"), std::string::npos) << o.message;
+}
+
+TEST(GradientJudge, ABackwardThatWritesItsInputOIsAFail) {
+  const CaseOutcome o = judge_case(GradFake(GradFault::writes_o), kCase);
+  EXPECT_EQ(o.status, Status::fail);
+  EXPECT_NE(o.message.find("input O"), std::string::npos) << o.message;
+}
+
+TEST(GradientJudge, AThrowingBackwardIsAFail) {
+  const CaseOutcome o = judge_case(GradFake(GradFault::throws), kCase);
+  EXPECT_EQ(o.status, Status::fail);
+  EXPECT_NE(o.message.find("fake backward failure"), std::string::npos) << o.message;
+}
+
+TEST(GradientJudge, ABackendWithoutABackwardDeclinesBackwardCases) {
+  const CaseOutcome o = judge_case(testing::FakeBackend("fake", testing::Fault::none), kCase);
+  EXPECT_EQ(o.status, Status::not_supported);
+  EXPECT_NE(o.message.find("no backward pass"), std::string::npos) << o.message;
+}
+
+}  // namespace
+}  // namespace sdpa
