@@ -62,6 +62,7 @@ SamplerOptions restricted_sampler(const std::set<std::string>& r, const std::str
   o.layouts = has(r, "layout=bshd") || has(r, "layout=strided");
   o.lse_output = has(r, "lse");
   o.weights_output = has(r, "weights");
+  o.backward = has(r, "backward");
   return o;
 }
 
@@ -358,6 +359,13 @@ ProfileVerdict judge_profile(const Profile& profile, const std::vector<CaseRecor
       continue;
     }
     ++v.required;
+    // A profile that requires the backward requires it bitwise deterministic (policy:
+    // training reproducibility; the judge ran each backward at two thread counts).
+    if (is_pass(r.status) && r.nondeterministic_backward && profile.require.count("backward")) {
+      v.reasons.push_back(std::string(status_name(r.status)) + " " + r.case_id +
+                          ": the backward is not bitwise deterministic: " + r.message);
+      continue;
+    }
     if (is_pass(r.status)) {
       ++v.required_passed;
       continue;

@@ -196,6 +196,15 @@ void apply_families(Problem& p, const CaseChoices& c, const SamplerOptions& o, M
     apply_stride_kind(
         p, static_cast<StrideKind>(((c.stride_kind % kStrideKindCount) + kStrideKindCount) %
                                    kStrideKindCount));
+  // The backward needs the forward's LSE, and gradients written in the inputs' layouts: a
+  // layout that overlaps itself (a zero stride) keeps the case forward-only.
+  if (o.backward && o.lse_output && c.backward) {
+    p.backward = p.want_lse = true;
+    if (!validate(p).empty()) {
+      p.backward = false;
+      p.want_lse = c.lse;
+    }
+  }
 }
 
 // A stream of 32-bit words: Philox4x32-10 keyed by the seed, counter (n, "SAMP").
@@ -410,6 +419,7 @@ CaseChoices draw_choices(std::uint64_t seed, const SamplerOptions& o) {
   c.seed = d.u64() % 1000000007u;
   // Drawn after the data so that the earlier choices of a seed stay what they were.
   c.stride_kind = d.chance(10) ? 1 + static_cast<int>(d.below(kStrideKindCount - 1)) : 0;
+  c.backward = d.chance(15);  // after the strides, for the same reason
   return c;
 }
 

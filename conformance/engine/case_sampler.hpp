@@ -73,6 +73,8 @@ struct SamplerOptions {
   bool lse_output = true;
   // Also request the attention weights.
   bool weights_output = true;
+  // Also judge the backward (bwd; with the LSE the training forward saves).
+  bool backward = true;
   // Adversarial data generators (docs/CASE_ID.md).
   bool adversarial_data = true;
   // Real-model shape presets (ModelPreset).
@@ -126,6 +128,8 @@ struct CaseChoices {
   int stride_kind = 0;                   // StrideKind of the inputs, reduced modulo its count
   bool lse = false;                      // want LSE
   bool weights = false;                  // want attention weights
+  bool backward = false;                 // judge the backward too (dropped when the input
+                                         // layouts cannot hold gradients)
   int generator = 0;                     // index into sampler_generators(problem, options)
   std::uint64_t seed = 0;                // data seed
 };

@@ -100,6 +100,7 @@ inline rc::Gen<CaseChoices> gen_case_choices(const SamplerOptions& options) {
     // seed, drawn last.
     c.generator = *choice(50, 64);
     c.seed = *rc::gen::arbitrary<std::uint64_t>();
+    c.backward = *flag(15);
     return c;
   });
 }

@@ -1,6 +1,8 @@
 #include "conformance/judge/gradient_judge.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 #include <sstream>
 
 #include "conformance/judge/gradient_tolerance.hpp"
@@ -44,11 +46,16 @@ GradientOutcome judge_gradients(const Backend& backend, const Problem& p, InputB
   outputs.o.snapshot();
   outputs.lse.snapshot();
   GradientBuffers grads = make_gradient_outputs(p);
+  GradientBuffers again = make_gradient_outputs(p);
+  RunOptions other = options;
+  other.threads = options.threads == 1 ? 3 : 1;
   try {
-    backend.run_backward(p, forward,
-                         GradientPointers{in.d_out->data(), grads.dq.data(), grads.dk.data(),
-                                          grads.dv.data()},
-                         device, options);
+    for (auto [g, o] : {std::pair{&grads, &options}, std::pair{&again, static_cast<const RunOptions*>(&other)}}) {
+      backend.run_backward(p, forward,
+                           GradientPointers{in.d_out->data(), g->dq.data(), g->dk.data(),
+                                            g->dv.data()},
+                           device, *o);
+    }
   } catch (const std::exception& e) {
     return failed(std::string("the backward threw after supports() accepted: ") + e.what());
   }
@@ -58,17 +65,34 @@ GradientOutcome judge_gradients(const Backend& backend, const Problem& p, InputB
     return failed("the backward wrote its input LSE: " + v.message);
   }
   if (auto v = grads.check()) return failed(v.message);
+  std::string differs;
+  for (auto [a, b] : {std::pair{&grads.dq, &again.dq}, std::pair{&grads.dk, &again.dk},
+                      std::pair{&grads.dv, &again.dv}}) {
+    if (differs.empty() && !std::equal(a->region(), a->region() + a->region_size(), b->region()))
+      differs = a == &grads.dq ? "dq" : a == &grads.dk ? "dk" : "dv";
+  }
+  const auto threads_text = [](int t) { return t > 0 ? std::to_string(t) : std::string("default"); };
+  if (!differs.empty() && backend.capabilities().deterministic) {
+    return failed("the backward is not bitwise deterministic although the backend declares it: " +
+                  differs + " differs between " + threads_text(options.threads) + " and " +
+                  threads_text(other.threads) + " threads");
+  }
 
   const std::vector<double> d_out = logical_d_out(p, *in.d_out);
   const reference::Gradients exact = reference::run_sdpa_backward(p, in.pointers(), d_out);
   const GradientTolerances tol = gradient_tolerances(p, in.pointers(), d_out, ref, exact,
                                                      backend.precision(p.dtype), table);
   GradientOutcome out;
+  out.nondeterministic = !differs.empty();
   const TensorCheck checks[] = {
       {"dq", p.q, grads.dq.data(), p.heads_q, p.len_q, p.head_dim_qk, exact.dq, tol.dq},
       {"dk", p.k, grads.dk.data(), p.heads_kv, p.len_kv, p.head_dim_qk, exact.dk, tol.dk},
       {"dv", p.v, grads.dv.data(), p.heads_kv, p.len_kv, p.head_dim_v, exact.dv, tol.dv}};
   const auto cuq = cu_seqlens_q(p), cuk = cu_seqlens_kv(p);
+  // The smallest magnitude that rounds to infinity in the dtype: its maximum plus half a unit
+  // in its last place.
+  const double top = dtype_max(p.dtype);
+  const double overflow = top + std::ldexp(dtype_unit_roundoff(p.dtype), std::ilogb(top));
   for (const TensorCheck& t : checks) {
     const bool q_side = &t.layout == &p.q;
     double worst = 0;
@@ -89,6 +113,11 @@ GradientOutcome judge_gradients(const Backend& backend, const Problem& p, InputB
             double ratio = 0, err = 0;
             if (std::isnan(want) || std::isnan(got)) {
               ratio = std::isnan(want) && std::isnan(got) ? 0 : INFINITY;
+            } else if (std::isinf(got) && !std::isinf(want) && (got > 0) == (want > 0)) {
+              // Unlike O, a gradient may exceed the type's range: its correct rounding is then
+              // +-inf. The error is the distance to the values that round to inf.
+              err = std::max(0.0, overflow - std::fabs(want));
+              ratio = err == 0 ? 0 : (bound > 0 ? err / bound : INFINITY);
             } else if (std::isinf(want) || std::isinf(got)) {
               ratio = got == want ? 0 : INFINITY;
             } else {
@@ -111,6 +140,10 @@ GradientOutcome judge_gradients(const Backend& backend, const Problem& p, InputB
   if (out.worst_ratio > 1) {
     out.status = Status::fail;
     out.message = "gradient error/tolerance " + num(out.worst_ratio) + " at " + out.worst_where;
+  } else if (out.nondeterministic) {
+    out.message = "the backward is not bitwise deterministic: " + differs + " differs between " +
+                  threads_text(options.threads) + " and " + threads_text(other.threads) +
+                  " threads";
   }
   return out;
 }

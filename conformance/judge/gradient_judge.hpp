@@ -22,11 +22,16 @@ struct GradientOutcome {
   std::string worst_where;              // "dk[b,h,j,e] = ..." of the worst ratio
   double max_abs_error = 0;             // largest |kernel - exact| over the gradients
   std::map<std::string, double> ratios;  // worst ratio per tensor: "dq", "dk", "dv"
+  // The backward ran a second time at another thread count and its gradients' bytes differed
+  // (a FAIL when the backend declares determinism; else recorded: the training profile
+  // requires a deterministic backward).
+  bool nondeterministic = false;
 };
 
 // `forward` is what the backend's run() got, with its O and LSE written (host memory);
 // `outputs` the same outputs' guarded buffers, `ref` the reference's forward. `in` must
-// hold dO.
+// hold dO. The backward runs twice, at options.threads and at another thread count (1, or 3
+// when options.threads is 1), and the two runs' gradient bytes are compared.
 GradientOutcome judge_gradients(const Backend& backend, const Problem& p, InputBuffers& in,
                                 OutputBuffers& outputs, const Buffers& forward,
                                 const reference::Result& ref, const Device& device,

@@ -70,7 +70,7 @@ GradientTolerances gradient_tolerances(const Problem& p, const InputPointers& in
             const double e_y = u_a * (ff.k_e * a + std::fabs(x)) / hd.softcap;
             x = hd.softcap * th;
             tp = 1 - th * th;
-            e_tp = 2 * std::fabs(th) * tp * e_y + 4 * u_a;
+            e_tp = 2 * std::fabs(th) * tp * e_y + table.grad_softcap_roundings * u_a;
           }
           if (!hd.bias.empty()) x += hd.bias[n(i * sb + j)];
           if (x == -std::numeric_limits<double>::infinity()) continue;
@@ -86,7 +86,7 @@ GradientTolerances gradient_tolerances(const Problem& p, const InputPointers& in
           dp *= z;
           const double ds = pr * (dp - big_d);
           const double e_ds = tp * pr * (delta * std::fabs(dp - big_d) + z * k_v * u_a * bmag + e_d) +
-                              std::fabs(ds) * ((u_p + 2 * u_a) * tp + e_tp);
+                              std::fabs(ds) * ((u_p + table.grad_ds_roundings * u_a) * tp + e_tp);
           const double dx = std::fabs(ds * tp);
           for (std::int64_t e = 0; e < Dq; ++e) {
             tdq[e] += abs_scale * std::fabs(kj[e]) * (e_ds + ff.k_s * u_a * dx);

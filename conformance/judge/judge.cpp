@@ -233,6 +233,8 @@ CaseOutcome judge(const Backend& backend, const Problem& p, InputBuffers& in, co
       out.message = g.message;
       return out;
     }
+    out.nondeterministic_backward = g.nondeterministic;
+    if (g.nondeterministic) out.message = g.message;
   }
   // MISTRUSTED: rows that attend some key exist, yet the exact output is all zeros there
   // (e.g. V sparse or zero): such a case cannot tell a right kernel from a wrong one.
@@ -306,6 +308,7 @@ void set_outcome(CaseRecord& r, const CaseOutcome& o) {
   r.worst_ratio = o.worst_ratio;
   r.worst_where = o.worst_where;
   r.tensor_ratios = o.tensor_ratios;
+  r.nondeterministic_backward = o.nondeterministic_backward;
 }
 
 }  // namespace sdpa::conformance

@@ -30,7 +30,7 @@ namespace sdpa::conformance {
 // with its reason in docs/CONFORMANCE.md ("Versions of the table"); the version is in every
 // report and bundle.
 struct ToleranceTable {
-  std::string version = "2026-12-5";  // bump when any constant below changes
+  std::string version = "2026-12-6";  // bump when any constant below changes
   double safety = 4.0;                // multiplies the probabilistic growth factors
 
   // Attention weights P = exp(s - LSE): tol = u_out (weights_p_growth + P) P
@@ -45,6 +45,12 @@ struct ToleranceTable {
   // the largest |O|.
   double quality_naive_factor = 2.0;
   double quality_output_roundings = 8.0;
+
+  // The gradients' bound (gradient_tolerance.hpp): roundings of dS = P (dP - D) t' relative to
+  // |dS| (the subtraction and the two products), and the absolute roundings of softcap's
+  // derivative t' = 1 - tanh^2 (tanh's and the square's, doubled by the cancellation near 1).
+  double grad_ds_roundings = 2.0;
+  double grad_softcap_roundings = 4.0;
 };
 
 // The resolved factors for one problem and contract.

@@ -4,7 +4,7 @@
 # frozen part, on top of training.
 description: everything the contract defines: every dtype, mask, feature, layout and output; the ci tier
 extends: training
-require: dtype=f64 dtype=f32 dtype=f16 dtype=bf16 causal=tl causal=br window mask=bool mask=add gqa dv!=dqk dropout softcap varlen=padded varlen=packed decode empty lse weights layout=bshd layout=strided
+require: dtype=f64 dtype=f32 dtype=f16 dtype=bf16 causal=tl causal=br window mask=bool mask=add gqa dv!=dqk dropout softcap varlen=padded varlen=packed decode empty lse weights backward layout=bshd layout=strided
 sample: 300 seed=4
 
 include ci

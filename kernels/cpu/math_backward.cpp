@@ -2,8 +2,11 @@
 // softmax (recomputed, not taken from the LSE), D = dO . O from the forward's stored O,
 // dP = dO V^T with the dropout keep-mask and 1 / (1 - p) re-applied, dS = P (dP - D) (times
 // softcap's derivative), then dQ = scale dS K and the group's dK += scale dS^T Q,
-// dV += (P keep / (1 - p))^T dO. Plain loops in the accumulation type: one code path on
-// every ISA target (the compiler's vectorisation), clarity first (docs/KERNELS.md).
+// dV += (P keep / (1 - p))^T dO. A row is computed in the compute type (f32, f64 for f64
+// problems); its contributions are summed into f64 accumulators (dQ of the row, dK and dV of
+// the group) and rounded once. Overflow guard: a row whose dS comes out non-finite in f32
+// while its logits are not NaN (dO . V beyond the f32 range, e.g. V near the maximum) is
+// computed again in f64. Plain loops: one code path on every ISA target (docs/KERNELS.md).
 #include "kernels/cpu/math_backward.hpp"
 
 #include <omp.h>
@@ -26,7 +29,7 @@ T dot(const T* a, const T* b, std::int64_t n) {
   return s;
 }
 
-// Loads n elements of `type` at `src` with element stride `stride` into dst.
+// Loads n elements of `type` at element offset `off` (element stride `stride`) into dst.
 template <typename T>
 void load(DType type, const void* src, std::int64_t off, std::int64_t stride, std::int64_t n,
           T* dst) {
@@ -34,34 +37,132 @@ void load(DType type, const void* src, std::int64_t off, std::int64_t stride, st
     dst[e] = static_cast<T>(load_as_double(type, src, off + e * stride));
 }
 
-template <typename T>
 void store(DType type, void* dst, std::int64_t off, std::int64_t stride, std::int64_t n,
-           const T* src, double factor) {
-  for (std::int64_t e = 0; e < n; ++e)
-    store_from_double(type, dst, off + e * stride, static_cast<double>(src[e] * T(factor)));
+           const double* src, double factor) {
+  for (std::int64_t e = 0; e < n; ++e) store_from_double(type, dst, off + e * stride, src[e] * factor);
 }
 
 void zero(DType type, void* dst, std::int64_t off, std::int64_t stride, std::int64_t n) {
   for (std::int64_t e = 0; e < n; ++e) store_from_double(type, dst, off + e * stride, 0.0);
 }
 
+// One (b, key/value head) group's inputs, widened to T once.
+template <typename T>
+struct GroupInputs {
+  std::vector<T> k, v;  // [S_b][Dqk], [S_b][Dv]
+};
+
+// A row's inputs in T, and its results: dS t' and the dV weight P keep / (1 - p) per key.
+template <typename T>
+struct RowWork {
+  std::vector<T> q, d_o, o, s, pr, sech2, dx, w;
+  std::vector<unsigned char> att;
+  RowWork(std::size_t dq, std::size_t dv, std::size_t sb)
+      : q(dq), d_o(dv), o(dv), s(sb), pr(sb), sech2(sb), dx(sb), w(sb), att(sb) {}
+};
+
+enum class RowResult { no_key, done, overflow };
+
+// Row i of query head h in compute type T: fills work.dx and work.w over [r.lo, r.hi) (att
+// marks the attended keys). `overflow` when dS is not finite although the logits are not NaN.
+template <typename T>
+RowResult compute_row(const Problem& p, const Geometry& g, const Buffers& fwd,
+                      const GradientPointers& grads, const GroupInputs<T>& in, RowWork<T>& w,
+                      std::int64_t b, std::int64_t h, std::int64_t i, const KeyRange& r) {
+  constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+  const std::int64_t dq = p.head_dim_qk, dv = p.head_dim_v;
+  const T scale = static_cast<T>(effective_scale(p));
+  const T keep_scale = static_cast<T>(p.dropout_p > 0 ? 1.0 / (1.0 - p.dropout_p) : 1.0);
+  load(p.dtype, fwd.q, g.q_row(p.q, b, h, i), p.q.stride[3], dq, w.q.data());
+  bool any = false;
+  for (std::int64_t j = r.lo; j < r.hi; ++j) {
+    T x = scale * dot(w.q.data(), in.k.data() + j * dq, dq);
+    w.sech2[j] = 1;
+    if (p.softcap > 0) {
+      const T c = static_cast<T>(p.softcap), t = std::tanh(x / c);
+      x = c * t;
+      w.sech2[j] = 1 - t * t;
+    }
+    if (p.mask == MaskKind::boolean) {
+      const auto* m = static_cast<const std::uint8_t*>(fwd.mask);
+      if (m[g.mask_row(b, h, i) + j * g.mstride[3]] == 0) x = kNegInf;
+    } else if (p.mask == MaskKind::additive) {
+      const T bias = static_cast<T>(
+          load_as_double(p.dtype, fwd.mask, g.mask_row(b, h, i) + j * g.mstride[3]));
+      x = bias == kNegInf ? kNegInf : x + bias;  // a -inf bias masks even a NaN logit
+    }
+    w.s[j] = x;
+    w.att[j] = x != kNegInf;
+    any = any || w.att[j];
+  }
+  if (!any) return RowResult::no_key;  // dQ_i = 0, no contribution to dK, dV
+  T m = kNegInf;
+  bool nan = false;
+  for (std::int64_t j = r.lo; j < r.hi; ++j) {
+    if (!w.att[j]) continue;
+    if (std::isnan(w.s[j])) nan = true;
+    m = std::max(m, w.s[j]);
+  }
+  if (nan) m = std::numeric_limits<T>::quiet_NaN();
+  T l = 0;
+  for (std::int64_t j = r.lo; j < r.hi; ++j) {
+    if (w.att[j]) l += (w.pr[j] = std::exp(w.s[j] - m));
+  }
+  for (std::int64_t j = r.lo; j < r.hi; ++j) {
+    if (w.att[j]) w.pr[j] /= l;
+  }
+  load(p.dtype, grads.d_out, g.q_row(p.o, b, h, i), p.o.stride[3], dv, w.d_o.data());
+  load(p.dtype, fwd.o, g.q_row(p.o, b, h, i), p.o.stride[3], dv, w.o.data());
+  const T big_d = dot(w.d_o.data(), w.o.data(), dv);
+  bool finite = true;
+  for (std::int64_t j = r.lo; j < r.hi; ++j) {
+    if (!w.att[j]) continue;
+    T z = 1;
+    if (g.drop_threshold != 0) {
+      z = dropout_keep(p.dropout_seed, p.dropout_offset, g.drop_threshold, b, h, i, j, p.heads_q,
+                       p.len_q, p.len_kv)
+              ? keep_scale
+              : T(0);
+    }
+    const T dp = z * dot(w.d_o.data(), in.v.data() + j * dv, dv);
+    w.dx[j] = w.pr[j] * (dp - big_d) * w.sech2[j];
+    // A dropped key has no term in dV, also in a NaN row (as in the forward's O).
+    w.w[j] = z == 0 ? T(0) : w.pr[j] * z;
+    finite = finite && std::isfinite(w.dx[j]);
+  }
+  return finite || nan ? RowResult::done : RowResult::overflow;
+}
+
 // One (b, key/value head) group: its query heads in order, every gradient element it owns.
 template <typename T>
 void backward_group(const Problem& p, const Geometry& g, const Buffers& fwd,
                     const GradientPointers& grads, std::int64_t b, std::int64_t hk) {
-  constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   const std::int64_t lb = g.lq(b), sb = g.skv(b), dq = p.head_dim_qk, dv = p.head_dim_v;
   const auto n = [](std::int64_t x) { return static_cast<std::size_t>(std::max<std::int64_t>(x, 1)); };
-  const T scale = static_cast<T>(effective_scale(p));
-  const T keep_scale = static_cast<T>(p.dropout_p > 0 ? 1.0 / (1.0 - p.dropout_p) : 1.0);
-  std::vector<T> k(n(sb * dq)), v(n(sb * dv)), acc_k(n(sb * dq), T(0)), acc_v(n(sb * dv), T(0));
+  GroupInputs<T> in{std::vector<T>(n(sb * dq)), std::vector<T>(n(sb * dv))};
+  GroupInputs<double> in64;  // widened on the first row that overflows
   for (std::int64_t j = 0; j < sb; ++j) {
-    load(p.dtype, fwd.k, g.kv_row(p.k, b, hk, j),
-         p.k.stride[3], dq, k.data() + j * dq);
-    load(p.dtype, fwd.v, g.kv_row(p.v, b, hk, j), p.v.stride[3], dv, v.data() + j * dv);
+    load(p.dtype, fwd.k, g.kv_row(p.k, b, hk, j), p.k.stride[3], dq, in.k.data() + j * dq);
+    load(p.dtype, fwd.v, g.kv_row(p.v, b, hk, j), p.v.stride[3], dv, in.v.data() + j * dv);
   }
-  std::vector<T> q(n(dq)), d_o(n(dv)), o(n(dv)), dqa(n(dq)), s(n(sb)), pr(n(sb)), sech2(n(sb));
-  std::vector<unsigned char> att(n(sb));
+  std::vector<double> acc_k(n(sb * dq), 0.0), acc_v(n(sb * dv), 0.0), dqa(n(dq));
+  RowWork<T> work(n(dq), n(dv), n(sb));
+  RowWork<double> work64(n(dq), n(dv), n(sb));
+  // Adds a finished row's terms to dQ_i and the group's dK, dV accumulators.
+  auto accumulate = [&](const auto& w, const auto& kin, const KeyRange& r) {
+    std::fill(dqa.begin(), dqa.end(), 0.0);
+    for (std::int64_t j = r.lo; j < r.hi; ++j) {
+      if (!w.att[j]) continue;
+      const double dx = w.dx[j], wj = w.w[j];
+      double* kj = acc_k.data() + j * dq;
+      double* vj = acc_v.data() + j * dv;
+      for (std::int64_t e = 0; e < dq; ++e) {
+        dqa[e] += dx * double(kin.k[j * dq + e]);
+        kj[e] += dx * double(w.q[e]);
+      }
+      for (std::int64_t d = 0; d < dv; ++d) vj[d] += wj * double(w.d_o[d]);
+    }
+  };
   for (std::int64_t h = hk * g.group; h < (hk + 1) * g.group; ++h) {
     // Rows beyond L_b of the padded layout: dQ = 0 (packed rows beyond L_b do not exist).
     if (!p.packed)
@@ -70,70 +171,18 @@ void backward_group(const Problem& p, const Geometry& g, const Buffers& fwd,
     for (std::int64_t i = 0; i < lb; ++i) {
       const std::int64_t dq_off = g.q_row(p.q, b, h, i);
       const KeyRange r = key_range(p, i, lb, sb);
-      load(p.dtype, fwd.q, g.q_row(p.q, b, h, i), p.q.stride[3], dq, q.data());
-      bool any = false;
-      for (std::int64_t j = r.lo; j < r.hi; ++j) {
-        T x = scale * dot(q.data(), k.data() + j * dq, dq);
-        sech2[j] = 1;
-        if (p.softcap > 0) {
-          const T c = static_cast<T>(p.softcap), t = std::tanh(x / c);
-          x = c * t;
-          sech2[j] = 1 - t * t;
+      RowResult res = compute_row(p, g, fwd, grads, in, work, b, h, i, r);
+      if (res == RowResult::overflow) {
+        if (in64.k.empty()) {
+          in64.k.assign(in.k.begin(), in.k.end());
+          in64.v.assign(in.v.begin(), in.v.end());
         }
-        if (p.mask == MaskKind::boolean) {
-          const auto* m = static_cast<const std::uint8_t*>(fwd.mask);
-          if (m[g.mask_row(b, h, i) + j * g.mstride[3]] == 0) x = kNegInf;
-        } else if (p.mask == MaskKind::additive) {
-          const T bias = static_cast<T>(
-              load_as_double(p.dtype, fwd.mask, g.mask_row(b, h, i) + j * g.mstride[3]));
-          x = bias == kNegInf ? kNegInf : x + bias;  // a -inf bias masks even a NaN logit
-        }
-        s[j] = x;
-        att[j] = x != kNegInf;
-        any = any || att[j];
-      }
-      if (!any) {  // no attended key: dQ_i = 0, no contribution to dK, dV
-        zero(p.dtype, grads.dq, dq_off, p.q.stride[3], dq);
-        continue;
-      }
-      T m = kNegInf;
-      bool nan = false;
-      for (std::int64_t j = r.lo; j < r.hi; ++j) {
-        if (!att[j]) continue;
-        if (std::isnan(s[j])) nan = true;
-        m = std::max(m, s[j]);
-      }
-      if (nan) m = std::numeric_limits<T>::quiet_NaN();
-      T l = 0;
-      for (std::int64_t j = r.lo; j < r.hi; ++j) {
-        if (att[j]) l += (pr[j] = std::exp(s[j] - m));
-      }
-      for (std::int64_t j = r.lo; j < r.hi; ++j) {
-        if (att[j]) pr[j] /= l;
-      }
-      load(p.dtype, grads.d_out, g.q_row(p.o, b, h, i), p.o.stride[3], dv, d_o.data());
-      load(p.dtype, fwd.o, g.q_row(p.o, b, h, i), p.o.stride[3], dv, o.data());
-      const T big_d = dot(d_o.data(), o.data(), dv);
-      std::fill(dqa.begin(), dqa.end(), T(0));
-      for (std::int64_t j = r.lo; j < r.hi; ++j) {
-        if (!att[j]) continue;
-        T z = 1;
-        if (g.drop_threshold != 0) {
-          z = dropout_keep(p.dropout_seed, p.dropout_offset, g.drop_threshold, b, h, i, j,
-                           p.heads_q, p.len_q, p.len_kv)
-                  ? keep_scale
-                  : T(0);
-        }
-        const T dp = z * dot(d_o.data(), v.data() + j * dv, dv);
-        const T ds = pr[j] * (dp - big_d) * sech2[j];
-        const T w = pr[j] * z;
-        T* kj = acc_k.data() + j * dq;
-        T* vj = acc_v.data() + j * dv;
-        for (std::int64_t e = 0; e < dq; ++e) {
-          dqa[e] += ds * k[j * dq + e];
-          kj[e] += ds * q[e];
-        }
-        for (std::int64_t d = 0; d < dv; ++d) vj[d] += w * d_o[d];
+        res = compute_row(p, g, fwd, grads, in64, work64, b, h, i, r);
+        accumulate(work64, in64, r);
+      } else if (res == RowResult::done) {
+        accumulate(work, in, r);
+      } else {
+        std::fill(dqa.begin(), dqa.end(), 0.0);
       }
       store(p.dtype, grads.dq, dq_off, p.q.stride[3], dq, dqa.data(), effective_scale(p));
     }

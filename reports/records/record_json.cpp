@@ -48,6 +48,7 @@ nlohmann::ordered_json record_to_json(const CaseRecord& r) {
     for (const auto& [name, ratio] : r.tensor_ratios) t[name] = number(ratio);
     j["tensor_ratios"] = t;
   }
+  if (r.nondeterministic_backward) j["nondeterministic_backward"] = true;
   j["seconds"] = number(r.seconds);
   j["features"] = r.features;
   j["repro"] = r.repro;
@@ -73,6 +74,7 @@ CaseRecord record_from_json(const nlohmann::json& j) {
     r.worst_ratio = number_from(j, "worst_ratio");
     r.worst_where = j.at("worst_where");
     // Written when something was judged; absent in files written before the backward.
+    r.nondeterministic_backward = j.value("nondeterministic_backward", false);
     if (j.contains("tensor_ratios")) {
       const auto& t = j.at("tensor_ratios");
       if (!t.is_object()) throw std::invalid_argument("record key 'tensor_ratios': not an object");

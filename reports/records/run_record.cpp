@@ -46,6 +46,7 @@ std::vector<std::string> case_features(const Problem& p) {
   if (p.batch * p.heads_q * p.len_q * p.len_kv * p.head_dim_qk == 0) f.push_back("empty");
   if (p.want_lse) f.push_back("lse");
   if (p.want_weights) f.push_back("weights");
+  if (p.backward) f.push_back("backward");
   // Layouts: the default contiguous [B, H, rows, D], the [B, rows, H, D] packing, or
   // anything else (row gaps, base offsets, explicit strides).
   auto same = [&](const Problem& r) {
@@ -67,7 +68,7 @@ const std::vector<std::string>& known_feature_tags() {
       "dtype=f64", "dtype=f32",     "dtype=f16",      "dtype=bf16", "causal=tl", "causal=br",
       "window",    "mask=bool",     "mask=add",       "gqa",        "dv!=dqk",   "dropout",
       "softcap",   "varlen=padded", "varlen=packed",  "decode",     "empty",     "lse",
-      "weights",   "layout=bshd",   "layout=strided", "plain"};
+      "weights",   "backward",      "layout=bshd",    "layout=strided", "plain"};
   return tags;
 }
 

@@ -27,6 +27,8 @@ struct CaseRecord {
   std::string worst_where;            // where the worst ratio occurred
   std::map<std::string, double> tensor_ratios;  // worst ratio per judged part: "forward",
                                                 // and "dq", "dk", "dv" for a backward case
+  bool nondeterministic_backward = false;  // the backward's gradient bytes differed between
+                                           // two thread counts (no determinism declared)
   double seconds = 0;                 // wall time of the backend run plus judging
   std::vector<std::string> features;  // feature tags of the case: "dtype=bf16", "causal=br", ...
   std::string repro;                  // paste-able command reproducing this record

@@ -238,6 +238,23 @@ TEST(Profile, TheVerdictFollowsTheRule) {
   EXPECT_TRUE(v.reasons.empty());
 }
 
+TEST(Profile, ARequiredBackwardMustBeDeterministic) {
+  Profile p;
+  p.require = {"dtype=f16", "lse", "backward"};
+  const std::string bwd = "b1.hq1.l4.s4.dqk8.f16.lse.bwd.seed1.gen=normal";
+  CaseRecord r = record(bwd, Status::pass);
+  EXPECT_TRUE(judge_profile(p, {r}, 1).met);
+  r.nondeterministic_backward = true;
+  r.message = "the backward is not bitwise deterministic: dk differs between 2 and 1 threads";
+  const ProfileVerdict v = judge_profile(p, {r}, 1);
+  EXPECT_FALSE(v.met);
+  ASSERT_EQ(v.reasons.size(), 1u);
+  EXPECT_NE(v.reasons[0].find("not bitwise deterministic"), std::string::npos) << v.reasons[0];
+  // Without the backward required, the record is a pass like any other.
+  p.require.erase("backward");
+  EXPECT_EQ(judge_profile(p, {r}, 1).required, 0);
+}
+
 TEST(Profile, CaseListTextIsOneLinePerCase) {
   EXPECT_EQ(case_list_text({{"a", ""}, {"b", default_source_dir() + "/golden/data/x.h5"}}),
             "a\t-\nb\tgolden/data/x.h5\n");

@@ -52,7 +52,8 @@ TEST(CaseSampler, IdsArePinned) {
       "b3.hq1.hkv1.l64.s75.dqk96.dv16.bf16.causal=br.mask=add.off=2.seed850715019.gen=denormals");
   EXPECT_EQ(
       format_case_id(sample_case(3)),
-      "b1.hq2.hkv2.l1.s10.dqk64.dv64.f16.mask=bool.mbc=l.attnw.seed352057560.gen=large_logits");
+      "b1.hq2.hkv2.l1.s10.dqk64.dv64.f16.mask=bool.mbc=l.lse.attnw.bwd.seed352057560.gen=large_"
+      "logits");
 }
 
 // Over many seeds every family of the options shows up.
@@ -82,6 +83,7 @@ TEST(CaseSampler, EveryFamilyAppears) {
     see(p.q.base_offset > 0, "offset");
     see(p.want_lse, "lse");
     see(p.want_weights, "weights");
+    see(p.backward, "backward");
     see(p.len_q == 1, "decode");
     for (DType t : o.dtypes) see(p.dtype == t, dtype_name(t).data());
     seen.insert("gen=" + c.data.generator);
@@ -89,7 +91,7 @@ TEST(CaseSampler, EveryFamilyAppears) {
   for (const char* f : {"bool mask", "additive mask", "mask broadcast", "causal tl", "causal br",
                         "window",    "gqa",           "padded",         "packed",    "dropout",
                         "softcap",   "scale",         "dv != dqk",      "bshd",      "offset",
-                        "lse",       "weights",       "decode",         "f64",       "f32",
+                        "lse",       "weights",       "backward",       "decode",    "f64",  "f32",
                         "f16",       "bf16"}) {
     EXPECT_TRUE(seen.count(f)) << f;
   }
@@ -126,7 +128,7 @@ TEST(CaseSampler, FamiliesSwitchedOffNeverAppear) {
     EXPECT_EQ(p.softcap, 0) << id;
     EXPECT_FALSE(p.scale.has_value()) << id;
     EXPECT_EQ(p.head_dim_v, p.head_dim_qk) << id;
-    EXPECT_FALSE(p.want_lse || p.want_weights) << id;
+    EXPECT_FALSE(p.want_lse || p.want_weights || p.backward) << id;
     // The default layout: bhsd, no gap, no offset.
     Problem plain = p;
     apply_layout(plain, LayoutKind::bhsd, 0, 0);

@@ -20,7 +20,7 @@ namespace sdpa {
 using namespace sdpa::conformance;
 namespace {
 
-enum class GradFault { none, moved, unwritten_dq, nan_dv, writes_o, throws };
+enum class GradFault { none, moved, unwritten_dq, nan_dv, writes_o, throws, thread_dependent };
 
 // Which gradient element a fault touches, and by how much a `moved` one moves.
 struct Plant {
@@ -32,9 +32,11 @@ struct Plant {
 // rounded once to the dtype, with the contract of an f32-accumulating kernel.
 class GradFake : public Backend {
  public:
-  GradFake(GradFault fault, Plant plant = {}) : fault_(fault), plant_(plant) {
+  GradFake(GradFault fault, Plant plant = {}, bool deterministic = false)
+      : fault_(fault), plant_(plant) {
     caps_ = forward_.capabilities();
     caps_.backward = true;
+    caps_.deterministic = deterministic;
   }
   std::string_view name() const override { return "grad-fake"; }
   const Capabilities& capabilities() const override { return caps_; }
@@ -48,7 +50,7 @@ class GradFake : public Backend {
     forward_.run(p, b, d, o);
   }
   void run_backward(const Problem& p, const Buffers& f, const GradientPointers& g, const Device&,
-                    const RunOptions&) const override {
+                    const RunOptions& options) const override {
     if (fault_ == GradFault::throws) throw std::runtime_error("fake backward failure");
     const std::int64_t B = p.batch, H = p.heads_q, Hkv = p.heads_kv, L = p.len_q, S = p.len_kv;
     const std::int64_t Dq = p.head_dim_qk, Dv = p.head_dim_v;
@@ -78,6 +80,11 @@ class GradFake : public Backend {
                                    e == plant_.col;
               if (fault_ == GradFault::moved && planted && std::string(name) == "dk") x += plant_.delta;
               if (fault_ == GradFault::nan_dv && planted && std::string(name) == "dv") x = NAN;
+              // A sum whose order follows the thread count: one unit in the last place of
+              // the planted dK element moves with it (within the bound).
+              if (fault_ == GradFault::thread_dependent && planted && options.threads != 1 &&
+                  std::string(name) == "dk")
+                x = std::nextafter(static_cast<float>(x), INFINITY);
               store_from_double(p.dtype, dst, element_offset(t, p.packed, b, h, first + i, e), x);
             }
       }
@@ -179,6 +186,23 @@ TEST(GradientJudge, ABackendWithoutABackwardDeclinesBackwardCases) {
   const CaseOutcome o = judge_case(testing::FakeBackend("fake", testing::Fault::none), kCase);
   EXPECT_EQ(o.status, Status::not_supported);
   EXPECT_NE(o.message.find("no backward pass"), std::string::npos) << o.message;
+}
+
+TEST(GradientJudge, ABackwardWhoseBitsFollowTheThreadCountIsRecordedOrFailed) {
+  const Plant where{0, 1, 4, 2, 0};
+  const CaseOutcome recorded = judge_case(GradFake(GradFault::thread_dependent, where), kCase);
+  EXPECT_EQ(recorded.status, Status::pass) << recorded.message;
+  EXPECT_TRUE(recorded.nondeterministic_backward);
+  EXPECT_NE(recorded.message.find("dk differs"), std::string::npos) << recorded.message;
+  // The same backend declaring determinism: its claim is false, a FAIL.
+  const CaseOutcome claimed =
+      judge_case(GradFake(GradFault::thread_dependent, where, /*deterministic=*/true), kCase);
+  EXPECT_EQ(claimed.status, Status::fail);
+  EXPECT_NE(claimed.message.find("not bitwise deterministic"), std::string::npos)
+      << claimed.message;
+  const CaseOutcome exact = judge_case(GradFake(GradFault::none, {}, true), kCase);
+  EXPECT_EQ(exact.status, Status::pass) << exact.message;
+  EXPECT_FALSE(exact.nondeterministic_backward);
 }
 
 }  // namespace

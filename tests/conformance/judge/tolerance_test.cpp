@@ -11,13 +11,15 @@ namespace {
 
 TEST(Tolerance, TableVersionNamesItsConstants) {
   const ToleranceTable t;
-  ASSERT_EQ(t.version, "2026-12-5") << "a new version: update the constants below with it";
+  ASSERT_EQ(t.version, "2026-12-6") << "a new version: update the constants below with it";
   EXPECT_EQ(t.safety, 4.0);
   EXPECT_EQ(t.weights_p_growth, 4.0);
   EXPECT_EQ(t.weights_acc_roundings, 64.0);
   EXPECT_EQ(t.weights_lse_factor, 2.0);
   EXPECT_EQ(t.quality_naive_factor, 2.0);
   EXPECT_EQ(t.quality_output_roundings, 8.0);
+  EXPECT_EQ(t.grad_ds_roundings, 2.0);
+  EXPECT_EQ(t.grad_softcap_roundings, 4.0);
 }
 
 TEST(Tolerance, TheFloorGrowsWithTheKeyCount) {
