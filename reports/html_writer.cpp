@@ -332,6 +332,26 @@ std::string render_html(const RunSummary& run) {
     o += "</div>\n";
   }
 
+  // The backward: gradients judged per backend, the worst err/tol of each gradient tensor.
+  if (const auto grads = reports::gradient_tallies(run); !grads.empty()) {
+    o += "<h2>Backward (dQ, dK, dV)</h2>\n<table><tr><th>backend</th><th class=\"num\">judged</th>"
+         "<th class=\"num\">passed</th><th class=\"num\">worst dq</th><th class=\"num\">worst "
+         "dk</th><th class=\"num\">worst dv</th><th class=\"num\">nondeterministic</th></tr>\n";
+    for (const auto& [name, t] : grads) {
+      auto cell = [&](const char* k) {
+        const auto it = t.worst.find(k);
+        if (it == t.worst.end()) return std::string("<td class=\"num\">-</td>");
+        return std::string("<td class=\"num") + (it->second <= 1 ? "" : " bad") + "\">" +
+               reports::format_number(it->second, 4) + "</td>";
+      };
+      o += "<tr><td><code>" + h(name) + "</code></td><td class=\"num\">" +
+           std::to_string(t.judged) + "</td><td class=\"num\">" + std::to_string(t.passed) +
+           "</td>" + cell("dq") + cell("dk") + cell("dv") + "<td class=\"num\">" +
+           std::to_string(t.nondeterministic) + "</td></tr>\n";
+    }
+    o += "</table>\n";
+  }
+
   // Worst cases.
   auto worst = reports::worst_cases(run, kWorstInHtml);
   o += "<h2>Worst cases</h2>\n";

@@ -85,6 +85,22 @@ std::string render_markdown(const RunSummary& run, const MarkdownLimits& limits)
     md += "No cases ran.\n\n";
   }
 
+  // The backward: gradients judged per backend, the worst err/tol of each gradient tensor.
+  if (const auto grads = reports::gradient_tallies(run); !grads.empty()) {
+    md += "### Backward (dQ, dK, dV)\n\n| backend | judged | passed | worst dq | worst dk | worst dv "
+          "| nondeterministic |\n|---|--:|--:|--:|--:|--:|--:|\n";
+    for (const auto& [name, t] : grads) {
+      auto worst = [&](const char* k) {
+        const auto it = t.worst.find(k);
+        return it == t.worst.end() ? std::string("-") : reports::format_number(it->second);
+      };
+      md += "| " + md_code(name, true) + " | " + std::to_string(t.judged) + " | " +
+            std::to_string(t.passed) + " | " + worst("dq") + " | " + worst("dk") + " | " +
+            worst("dv") + " | " + std::to_string(t.nondeterministic) + " |\n";
+    }
+    md += "\n";
+  }
+
   // Failures, each with its message and repro command, as many as the limits allow. The tail
   // (worst cases, warnings) is rendered first so its size can be reserved.
   std::string tail;

@@ -102,4 +102,22 @@ std::map<std::string, std::map<std::string, FeatureCell>> feature_matrix(const R
   return m;
 }
 
+std::map<std::string, GradientTally> gradient_tallies(const RunSummary& run) {
+  std::map<std::string, GradientTally> out;
+  for (const auto& r : run.records) {
+    if (!r.tensor_ratios.count("dq")) continue;
+    GradientTally& t = out[r.backend];
+    ++t.judged;
+    t.passed += r.status == Status::pass || r.status == Status::quality_warning;
+    t.nondeterministic += r.nondeterministic_backward;
+    for (const char* name : {"dq", "dk", "dv"}) {
+      const auto it = r.tensor_ratios.find(name);
+      if (it == r.tensor_ratios.end()) continue;
+      auto [w, fresh] = t.worst.emplace(name, it->second);
+      if (!fresh && (std::isnan(it->second) || it->second > w->second)) w->second = it->second;
+    }
+  }
+  return out;
+}
+
 }  // namespace sdpa::reports

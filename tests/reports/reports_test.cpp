@@ -816,3 +816,58 @@ TEST(ReportsUtil, FeatureColumnsPutDtypesFirst) {
 
 }  // namespace
 }  // namespace sdpa
+
+namespace sdpa {
+namespace {
+
+using namespace sdpa::conformance;
+
+// Backward records carry their worst err/tol per gradient tensor and whether their bits
+// followed the thread count; every report shows them per backend.
+TEST(ReportsBackward, GradientRatiosRoundTripAndAreShownPerTensor) {
+  RunSummary run;
+  CaseRecord a;
+  a.case_id = "b1.hq2.hkv2.l4.s4.dqk8.dv8.f32.lse.bwd.seed1.gen=normal";
+  a.backend = "cpu.math";
+  a.status = Status::fail;
+  a.tensor_ratios = {{"forward", 0.5}, {"dq", 0.125}, {"dk", 2.5}, {"dv", 0.25}};
+  CaseRecord b = a;
+  b.status = Status::pass;
+  b.tensor_ratios = {{"forward", 0.5}, {"dq", 0.75}, {"dk", 0.5}, {"dv", 0.25}};
+  b.nondeterministic_backward = true;
+  CaseRecord fwd = a;
+  fwd.case_id = "b1.hq2.hkv2.l4.s4.dqk8.dv8.f32.seed1.gen=normal";
+  fwd.backend = "cpu.flash";
+  fwd.tensor_ratios.clear();
+  run.records = {a, b, fwd};
+
+  const auto j = record_to_json(b);
+  EXPECT_EQ(j.at("tensor_ratios").at("dq"), 0.75);
+  EXPECT_EQ(j.at("nondeterministic_backward"), true);
+  const CaseRecord back = record_from_json(nlohmann::json::parse(j.dump()));
+  EXPECT_EQ(back.tensor_ratios, b.tensor_ratios);
+  EXPECT_TRUE(back.nondeterministic_backward);
+  EXPECT_FALSE(record_to_json(fwd).contains("tensor_ratios"));
+
+  const auto tallies = reports::gradient_tallies(run);
+  ASSERT_EQ(tallies.size(), 1u) << "cpu.flash judged no gradient";
+  const reports::GradientTally& t = tallies.at("cpu.math");
+  EXPECT_EQ(t.judged, 2);
+  EXPECT_EQ(t.passed, 1);
+  EXPECT_EQ(t.nondeterministic, 1);
+  EXPECT_EQ(t.worst.at("dq"), 0.75);
+  EXPECT_EQ(t.worst.at("dk"), 2.5);
+  EXPECT_EQ(t.worst.at("dv"), 0.25);
+
+  const std::string md = reports::render_markdown(run);
+  EXPECT_NE(md.find("### Backward (dQ, dK, dV)"), std::string::npos) << md;
+  EXPECT_NE(md.find("| `cpu.math` | 2 | 1 | 0.75 | 2.5 | 0.25 | 1 |"), std::string::npos) << md;
+  const std::string html = reports::render_html(run);
+  EXPECT_NE(html.find("<h2>Backward (dQ, dK, dV)</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<td class=\"num bad\">2.5</td>"), std::string::npos);
+  run.records = {fwd};
+  EXPECT_EQ(reports::render_markdown(run).find("Backward"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sdpa
