@@ -39,21 +39,47 @@ int fill(const Options& opt) {
   const Device device = detect_cpu();
   const golden::GoldenFile file(opt.results);
   std::vector<golden::GoldenCase> cases;
-  std::vector<std::vector<double>> o, lse, weights;
+  std::vector<std::vector<double>> o, lse, weights, dq, dk, dv;
   std::vector<bool> ran;
   int filled = 0;
   for (const auto& id : file.case_ids()) {
     golden::GoldenCase g = file.load(id, golden::GoldenFile::Outputs::optional);
     const Problem& p = g.c.problem;
-    std::vector<double> co, cl, cw;
+    std::vector<double> co, cl, cw, gq, gk, gv;
     if (backend.supports(p, device).ok()) {
       OutputBuffers out = make_outputs(p);
       const InputPointers in = g.inputs.pointers();
-      backend.run(p,
-                  Buffers{in.q, in.k, in.v, in.mask, out.o.data(),
-                          p.want_lse ? static_cast<float*>(out.lse.data()) : nullptr,
-                          p.want_weights ? out.weights.data() : nullptr},
-                  device, RunOptions{});
+      const Buffers fwd{in.q, in.k, in.v, in.mask, out.o.data(),
+                        p.want_lse ? static_cast<float*>(out.lse.data()) : nullptr,
+                        p.want_weights ? out.weights.data() : nullptr};
+      backend.run(p, fwd, device, RunOptions{});
+      if (p.backward) {  // the gradients for the file's dO, logical like the file's
+        GradientBuffers grads = make_gradient_outputs(p);
+        backend.run_backward(p, fwd,
+                             {g.inputs.d_out->data(), grads.dq.data(), grads.dk.data(),
+                              grads.dv.data()},
+                             device, RunOptions{});
+        const auto cuq = cu_seqlens_q(p), cuk = cu_seqlens_kv(p);
+        auto logical = [&](const GuardedBuffer& t, const TensorLayout& lay, std::int64_t heads,
+                           std::int64_t rows, std::int64_t cols, bool q_side) {
+          std::vector<double> v(static_cast<std::size_t>(p.batch * heads * rows * cols), 0.0);
+          for (std::int64_t b = 0; b < p.batch; ++b) {
+            const auto ub = static_cast<std::size_t>(b);
+            const std::int64_t valid = q_side ? seqlen_q(p, b) : seqlen_kv(p, b);
+            const std::int64_t first = p.packed ? (q_side ? cuq[ub] : cuk[ub]) : 0;
+            for (std::int64_t h = 0; h < heads; ++h)
+              for (std::int64_t i = 0; i < (p.packed ? valid : rows); ++i)
+                for (std::int64_t e = 0; e < cols; ++e)
+                  v[static_cast<std::size_t>(((b * heads + h) * rows + i) * cols + e)] =
+                      load_as_double(p.dtype, t.data(),
+                                     element_offset(lay, p.packed, b, h, first + i, e));
+          }
+          return v;
+        };
+        gq = logical(grads.dq, p.q, p.heads_q, p.len_q, p.head_dim_qk, true);
+        gk = logical(grads.dk, p.k, p.heads_kv, p.len_kv, p.head_dim_qk, false);
+        gv = logical(grads.dv, p.v, p.heads_kv, p.len_kv, p.head_dim_v, false);
+      }
       // Logical [B, Hq, L, Dv]: padded rows (and rows a packed layout does not store) 0.
       const std::int64_t B = p.batch, H = p.heads_q, L = p.len_q, Dv = p.head_dim_v;
       co.assign(static_cast<std::size_t>(B * H * L * Dv), 0.0);
@@ -82,13 +108,18 @@ int fill(const Options& opt) {
     o.push_back(std::move(co));
     lse.push_back(std::move(cl));
     weights.push_back(std::move(cw));
+    dq.push_back(std::move(gq));
+    dk.push_back(std::move(gk));
+    dv.push_back(std::move(gv));
   }
   std::vector<golden::CaseToWrite> write;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const Problem& p = cases[i].c.problem;
+    const bool grads = ran[i] && p.backward;
     write.push_back({&cases[i].c, &cases[i].inputs, ran[i] ? &o[i] : nullptr,
                      ran[i] && p.want_lse ? &lse[i] : nullptr,
-                     ran[i] && p.want_weights ? &weights[i] : nullptr});
+                     ran[i] && p.want_weights ? &weights[i] : nullptr, grads ? &dq[i] : nullptr,
+                     grads ? &dk[i] : nullptr, grads ? &dv[i] : nullptr});
   }
   golden::write_golden_file(opt.results,
                             {"sdpa-cts cases fill --backend " + opt.backend, SDPA_CTS_VERSION,
@@ -134,7 +165,8 @@ int run(const Options& opt) {
                             write);
   std::cout << opt.out << ": " << cases.size() << " cases of " << name;
   if (repeats) std::cout << " (" << repeats << " repeated case IDs written once)";
-  std::cout << " (inputs only: fill in o, and lse / weights where a case asks for them)\n";
+  std::cout << " (inputs only: fill in o, and lse / weights where a case asks for them; dq, dk, "
+               "dv for the backward cases, bwd, from their d_out)\n";
   return 0;
 }
 

@@ -48,6 +48,7 @@ class Prob:
     strides: dict | None = None  # explicit {'q': (s0, s1, s2, s3, base), 'k', 'v', 'o'}
     lse: bool = True
     attnw: bool = False
+    bwd: bool = False  # also dO and the expected gradients (schema version 2)
     seed: int = 0
     gen: str = "golden"
 
@@ -140,6 +141,8 @@ class Prob:
             t.append("lse")
         if self.attnw:
             t.append("attnw")
+        if self.bwd:
+            t.append("bwd")
         t.append(f"seed{self.seed}")
         t.append(f"gen={self.gen}")
         return ".".join(t)
@@ -190,7 +193,7 @@ def format_real(x: float) -> str:
 # ----------------------------------------------------------------------------- data
 
 
-TAGS = {"q": 1, "k": 2, "v": 3, "mask": 4}
+TAGS = {"q": 1, "k": 2, "v": 3, "mask": 4, "d_out": 5}
 _SQRT3 = math.sqrt(3.0)
 
 
@@ -291,6 +294,13 @@ def make_inputs(pr: Prob, fl: Flavor):
         out["mask"] = m
     for op in fl.plant:
         _plant(pr, out, op)
+    if pr.bwd:  # dO in O's layout: N(0, 1) stand-ins, per memory offset like the inputs
+        shape = pr.view_shape("o")
+        st, base = lay["o"]
+        offs = _offsets(shape, st, base)
+        extent = int(offs.max()) + 1 if offs.size else 0
+        mem = _round_array(distribution("normal", pr.seed, TAGS["d_out"], extent), pr.dtype)
+        out["d_out"] = mem[offs] if offs.size else np.zeros(shape)
     return out
 
 

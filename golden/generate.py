@@ -24,6 +24,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import backward  # noqa: E402
 import golden_sets  # noqa: E402
 import h5writer  # noqa: E402
 import mha  # noqa: E402
@@ -56,6 +57,12 @@ def sdpa_group(case: Case):
     datasets.append(("lse", lse.astype("<f8"), {}))
     if w is not None:
         datasets.append(("weights", w.astype("<f8"), {}))
+    if pr.bwd:  # schema version 2: dO (in O's view, element type) and the exact gradients
+        dq, dk, dv = backward.compute_backward(pr, t)
+        datasets.append(("d_out", sm.to_storage(t["d_out"], pr.dtype), {"dtype": pr.dtype}))
+        datasets.append(("dq", dq.astype("<f8"), {}))
+        datasets.append(("dk", dk.astype("<f8"), {}))
+        datasets.append(("dv", dv.astype("<f8"), {}))
     attrs = {"seed": np.uint64(pr.seed), "family": case.family, "data": case.flavor.name,
              "note": case.note}
     return case.case_id, datasets, attrs
@@ -146,7 +153,10 @@ def main(argv=None):
                         key=lambda g: g[0])
     root_attrs = {
         "schema": "sdpa-cts-golden",
-        "schema_version": np.int64(h5writer.SCHEMA_VERSION),
+        # Version 2 adds the backward's datasets; a file without a backward case stays
+        # version 1, byte for byte what it was (and readable by older loaders).
+        "schema_version": np.int64(2 if any(c.prob.bwd for c in sdpa_cases)
+                                   else h5writer.SCHEMA_VERSION),
         "semantics_version": h5writer.SEMANTICS_VERSION,
         "generator": "golden/generate.py",
         "generator_version": GENERATOR_VERSION,

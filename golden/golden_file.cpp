@@ -320,10 +320,10 @@ GoldenFile::GoldenFile(const std::string& path, Reading reading) : impl_(std::ma
   }
   const auto version = h5::int_attribute(w, root, "", "schema_version");
   if (!version) h5::fail_schema(w, "attribute 'schema_version'", "missing");
-  if (*version != kSchemaVersion) {
+  if (*version < 1 || *version > kSchemaVersion) {
     h5::fail_schema(w, "attribute 'schema_version'",
                     "the file has schema version " + std::to_string(*version) +
-                        ", this loader reads version " + std::to_string(kSchemaVersion));
+                        ", this loader reads versions 1 to " + std::to_string(kSchemaVersion));
   }
   fi.schema_version = *version;
   const auto sem = h5::string_attribute(w, root, "", "semantics_version");
@@ -384,10 +384,11 @@ GoldenCase GoldenFile::load(const std::string& id, Outputs outputs) const {
   if (auto r = validate(p); !r.empty()) {
     h5::fail_schema(w, "", "the case ID describes an invalid problem: " + r);
   }
-  if (p.backward) {
+  if (p.backward && info().schema_version < 2) {
     h5::fail_schema(w, "",
-                    "the case ID asks for the backward (bwd), but this schema carries no dO nor "
-                    "gradients");
+                    "the case ID asks for the backward (bwd), which schema version " +
+                        std::to_string(info().schema_version) +
+                        " cannot hold (dO and the gradients are version 2)");
   }
   Handle sdpa = h5::open_group(Where{path, ""}, impl_->file.get(), "sdpa");
   Handle g = h5::open_group(w, sdpa.get(), id);
@@ -464,9 +465,31 @@ GoldenCase GoldenFile::load(const std::string& id, Outputs outputs) const {
   }
   if (has_weights) weights = read_f64(w, g.get(), "weights", {B, H, L, S});
 
+  // The backward (schema version 2): dO in O's layout, the exact gradients in f64.
+  std::optional<GuardedBuffer> d_out;
+  std::vector<double> dq, dk, dv;
+  bool has_gradients = false;
+  if (p.backward) {
+    d_out.emplace(input("d_out", o_view(p), p.o.base_offset));
+    has_gradients = !optional || h5::exists(w, g.get(), "dq");
+    if (has_gradients) {
+      const std::int64_t Hkv = p.heads_kv, Dq = p.head_dim_qk;
+      dq = read_f64(w, g.get(), "dq", {B, H, L, Dq});
+      dk = read_f64(w, g.get(), "dk", {B, Hkv, S, Dq});
+      dv = read_f64(w, g.get(), "dv", {B, Hkv, S, Dv});
+    }
+  } else {
+    for (const char* name : {"d_out", "dq", "dk", "dv"}) {
+      if (h5::exists(w, g.get(), name)) {
+        h5::fail_schema(w, std::string("dataset '") + name + "'",
+                        "present, but the case ID has no bwd");
+      }
+    }
+  }
   GoldenCase out{id,
                  std::move(c),
-                 InputBuffers{std::move(q), std::move(k), std::move(v), std::move(mask), std::nullopt},
+                 InputBuffers{std::move(q), std::move(k), std::move(v), std::move(mask),
+                              std::move(d_out)},
                  std::move(o),
                  std::move(lse),
                  std::move(weights),
@@ -477,6 +500,10 @@ GoldenCase GoldenFile::load(const std::string& id, Outputs outputs) const {
                  h5::string_attribute(w, g.get(), "", "family").value_or(""),
                  h5::string_attribute(w, g.get(), "", "data").value_or(""),
                  h5::string_attribute(w, g.get(), "", "note").value_or("")};
+  out.dq = std::move(dq);
+  out.dk = std::move(dk);
+  out.dv = std::move(dv);
+  out.has_gradients = has_gradients;
   return out;
 }
 

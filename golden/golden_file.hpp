@@ -27,15 +27,15 @@
 
 namespace sdpa::golden {
 
-// The schema version this loader reads, and the version of docs/SEMANTICS.md the
-// expected outputs must follow.
-inline constexpr std::int64_t kSchemaVersion = 1;
+// The newest schema version this loader reads (it reads every version from 1: version 2 adds
+// the backward's datasets), and the version of docs/SEMANTICS.md the expected outputs follow.
+inline constexpr std::int64_t kSchemaVersion = 2;
 inline constexpr const char* kSemanticsVersion = "1";
 
 // Root attributes of a golden file (provenance).
 struct FileInfo {
   std::string path;               // as opened
-  std::int64_t schema_version;    // == kSchemaVersion
+  std::int64_t schema_version;    // 1 ... kSchemaVersion
   std::string semantics_version;  // == kSemanticsVersion
   std::string generator;          // e.g. "golden/generate.py" or the capturing tool
   std::string generator_version;  // version of that generator
@@ -58,6 +58,10 @@ struct GoldenCase {
   bool has_weights = false;     // the file holds weights for this case
   std::int64_t precision_digits = 0;  // the file's precision_digits (limited for captures)
   std::string family, data, note;     // optional descriptive attributes ("" when absent)
+  // A backward case (bwd, schema version 2): dO is inputs.d_out; the expected gradients,
+  // logical like reference::Gradients' (padding rows and absent keys 0).
+  std::vector<double> dq, dk, dv;  // [B, Hq, L, Dqk], [B, Hkv, S, Dqk], [B, Hkv, S, Dv]
+  bool has_gradients = false;      // the file holds dq, dk, dv for this case
 };
 
 // One MHA case (group /mha/<name>): the module and call as attributes, the f64 arrays of

@@ -13,7 +13,7 @@ import math
 import mha
 from cases import Case, Flavor, Prob
 
-BASE_SEED = {"smoke": 1000, "ci": 1000}
+BASE_SEED = {"smoke": 1000, "ci": 1000, "backward": 3000}
 
 # ----------------------------------------------------------------------------- flavors
 
@@ -405,4 +405,35 @@ def ci_cases(bld: Builder):
             a("weights", f"weights with {kw}", attnw=True, dtype=dt, **kw)
 
 
-SETS = {"smoke": smoke, "ci": ci}
+def backward_cases(bld: Builder):
+    """The backward's golden cases (schema version 2): dO and the exact dQ, dK, dV over every
+    feature the gradients pass through."""
+    f = "backward"
+    bld.add(f, "plain f64", dtype="f64", l=6, s=9, dqk=8, dv=4)
+    bld.add(f, "plain f32, GQA group sums", dtype="f32", hq=4, hkv=2, l=9, s=13, dqk=16, dv=8)
+    bld.add(f, "MQA, causal bottom-right, L < S", dtype="bf16", hq=4, hkv=1, l=7, s=19, dqk=16,
+            causal="br")
+    bld.add(f, "causal top-left, L > S", dtype="f16", l=17, s=9, dqk=8, causal="tl")
+    bld.add(f, "window", dtype="f32", l=12, s=12, dqk=8, window=(3, 1, "br"))
+    bld.add(f, "additive mask broadcast over heads, softcap", dtype="f32", hq=2, l=9, s=11,
+            dqk=8, mask="add", mbc="h", softcap=2.0)
+    bld.add(f, "bool mask, a fully masked row", plant(NORMAL, "masked_row", ("masked_row", 2)),
+            dtype="bf16", l=6, s=10, dqk=8, mask="bool")
+    bld.add(f, "dropout past the first key block", dtype="f32", l=5, s=150, dqk=8, p=0.3,
+            dseed=5, doff=3)
+    bld.add(f, "padded varlen with an empty sequence", dtype="f32", b=3, l=9, s=11, dqk=8,
+            qlen=[9, 0, 4], kvlen=[11, 5, 0])
+    bld.add(f, "packed varlen", dtype="f16", b=2, l=9, s=11, dqk=8, qlen=[9, 3], kvlen=[4, 11],
+            packed=True)
+    bld.add(f, "bshd with a gap and an offset, Dqk != Dv, scale", dtype="f32", hq=2, l=7, s=9,
+            dqk=12, dv=6, layout="bshd", gap=2, off=1, scale=-0.7)
+    bld.add(f, "large logits", LOGITS_88, dtype="f32", l=6, s=8, dqk=8)
+
+
+def backward():
+    bld = Builder(BASE_SEED["backward"])
+    backward_cases(bld)
+    return [c.replace(bwd=True) for c in bld.cases], []
+
+
+SETS = {"smoke": smoke, "ci": ci, "backward": backward}

@@ -129,6 +129,17 @@ void write_case(const Writer& w, hid_t sdpa, const CaseToWrite& cw) {
                         cw.lse->data(), nullptr);
   if (cw.weights) w.dataset(g.get(), where, "weights", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
                             {B, H, L, S}, cw.weights->data(), nullptr);
+  if (p.backward) {
+    if (!cw.inputs->d_out) throw std::runtime_error(where + ": a backward case without dO");
+    input(w, g.get(), where, "d_out", p.dtype, *cw.inputs->d_out, dims_of(cw.inputs->d_out->view()));
+    const auto Hkv = hsize_t(p.heads_kv), Dq = hsize_t(p.head_dim_qk);
+    if (cw.dq) w.dataset(g.get(), where, "dq", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, {B, H, L, Dq},
+                         cw.dq->data(), nullptr);
+    if (cw.dk) w.dataset(g.get(), where, "dk", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, {B, Hkv, S, Dq},
+                         cw.dk->data(), nullptr);
+    if (cw.dv) w.dataset(g.get(), where, "dv", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, {B, Hkv, S, Dv},
+                         cw.dv->data(), nullptr);
+  }
 }
 
 }  // namespace
@@ -142,7 +153,9 @@ void write_golden_file(const std::string& path, const FileAttributes& attributes
     if (f.get() < 0) throw std::runtime_error(path + ": cannot create " + tmp);
     try {
       w.string_attr(f.get(), "schema", "sdpa-cts-golden");
-      w.int_attr(f.get(), "schema_version", 1);
+      bool backward = false;
+      for (const CaseToWrite& c : cases) backward = backward || c.c->problem.backward;
+      w.int_attr(f.get(), "schema_version", backward ? 2 : 1);
       w.string_attr(f.get(), "semantics_version", "1");
       w.string_attr(f.get(), "generator", attributes.generator);
       w.string_attr(f.get(), "generator_version", attributes.generator_version);

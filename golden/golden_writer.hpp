@@ -19,6 +19,10 @@ struct CaseToWrite {
   const std::vector<double>* o = nullptr;       // [B, Hq, L, Dv], or null: not written
   const std::vector<double>* lse = nullptr;     // [B, Hq, L], or null
   const std::vector<double>* weights = nullptr; // [B, Hq, L, S], or null
+  // A backward case: dO is inputs->d_out (always written); the gradients when not null.
+  const std::vector<double>* dq = nullptr;       // [B, Hq, L, Dqk]
+  const std::vector<double>* dk = nullptr;       // [B, Hkv, S, Dqk]
+  const std::vector<double>* dv = nullptr;       // [B, Hkv, S, Dv]
 };
 
 struct FileAttributes {
@@ -28,7 +32,8 @@ struct FileAttributes {
   std::string set;                // optional set name ("" = none)
 };
 
-// Writes every case into a new file at `path` (written to a temporary name first, then
+// Writes every case into a new file at `path`: schema version 2 when a case is backward (its
+// dO, and its gradients when given), else version 1 (written to a temporary name first, then
 // renamed: a failure leaves any existing file as it was). Throws std::runtime_error naming
 // the file and the dataset on an HDF5 error.
 void write_golden_file(const std::string& path, const FileAttributes& attributes,

@@ -54,6 +54,7 @@ RecordedResults::RecordedResults(std::string name, const GoldenCase& results,
     : name_(std::move(name)), results_(results), contract_(contract), file_(std::move(file)) {
   caps_.dtypes = {DType::f64, DType::f32, DType::f16, DType::bf16};
   caps_.weights_output = true;
+  caps_.backward = true;  // when the file holds the case's gradients (supports())
 }
 
 Support RecordedResults::supports(const Problem& p, const Device&) const {
@@ -65,6 +66,7 @@ Support RecordedResults::supports(const Problem& p, const Device&) const {
   if (!results_.has_o) missing("o");
   if (p.want_lse && !results_.has_lse) missing("lse");
   if (p.want_weights && !results_.has_weights) missing("weights");
+  if (p.backward && !results_.has_gradients) missing("dq");
   return s;
 }
 
@@ -95,6 +97,35 @@ void RecordedResults::run(const Problem& p, const Buffers& buf, const Device&,
       store_from_double(p.dtype, buf.weights, static_cast<std::int64_t>(x), results_.weights[x]);
     }
   }
+}
+
+void RecordedResults::run_backward(const Problem& p, const Buffers&, const GradientPointers& g,
+                                   const Device&, const RunOptions&) const {
+  // The gradients as recorded, each in its input's layout (padded layouts: every row, as the
+  // file has them; packed: the valid rows).
+  const auto cuq = cu_seqlens_q(p), cuk = cu_seqlens_kv(p);
+  const struct {
+    void* dst;
+    const TensorLayout& layout;
+    const std::vector<double>& src;
+    std::int64_t heads, rows, cols;
+    bool q_side;
+  } tensors[] = {{g.dq, p.q, results_.dq, p.heads_q, p.len_q, p.head_dim_qk, true},
+                 {g.dk, p.k, results_.dk, p.heads_kv, p.len_kv, p.head_dim_qk, false},
+                 {g.dv, p.v, results_.dv, p.heads_kv, p.len_kv, p.head_dim_v, false}};
+  for (const auto& t : tensors)
+    for (std::int64_t b = 0; b < p.batch; ++b) {
+      const auto ub = static_cast<std::size_t>(b);
+      const std::int64_t valid = t.q_side ? seqlen_q(p, b) : seqlen_kv(p, b);
+      const std::int64_t first = p.packed ? (t.q_side ? cuq[ub] : cuk[ub]) : 0;
+      for (std::int64_t h = 0; h < t.heads; ++h)
+        for (std::int64_t i = 0; i < (p.packed ? valid : t.rows); ++i)
+          for (std::int64_t e = 0; e < t.cols; ++e) {
+            store_from_double(
+                p.dtype, t.dst, element_offset(t.layout, p.packed, b, h, first + i, e),
+                t.src[static_cast<std::size_t>(((b * t.heads + h) * t.rows + i) * t.cols + e)]);
+          }
+    }
 }
 
 }  // namespace sdpa::golden

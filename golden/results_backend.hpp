@@ -4,6 +4,8 @@
 // `weights`) from their framework, and `sdpa-cts cases judge --results` judges those outputs with
 // the one judge. A results file's outputs are a backend's outputs, not expected values: the
 // expected values come from the reference, the bound from the declared precision contract.
+// Backward cases (bwd): the file also holds dO; the user fills in dq, dk, dv from their
+// framework's autograd, and those are judged as a backward's gradients.
 #pragma once
 
 #include <string>
@@ -37,6 +39,9 @@ class RecordedResults final : public Backend {
   Support supports(const Problem& p, const Device& device) const override;
   void run(const Problem& p, const Buffers& buffers, const Device& device,
            const RunOptions& options) const override;
+  // The recorded dq, dk, dv (a backward case whose file holds them, schema version 2).
+  void run_backward(const Problem& p, const Buffers& forward, const GradientPointers& grads,
+                    const Device& device, const RunOptions& options) const override;
 
  private:
   std::string name_;

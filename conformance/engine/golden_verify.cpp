@@ -4,7 +4,9 @@
 #include <cmath>
 #include <sstream>
 
+#include "conformance/judge/gradient_tolerance.hpp"
 #include "conformance/judge/magnitudes.hpp"
+#include "reference/sdpa_backward.hpp"
 #include "core/guarded_buffer.hpp"
 
 namespace sdpa::conformance {
@@ -67,10 +69,11 @@ void note_element(Agreement& a, const std::string& kind, double c, double ref, d
 
 double Agreement::worst() const {
   if (!mismatch.empty()) return INFINITY;
-  return std::max({o, lse, weights});
+  return std::max({o, lse, weights, gradients});
 }
 
 std::string Agreement::worst_where() const {
+  if (gradients > std::max({o, lse, weights})) return gradients_where;
   if (o >= lse && o >= weights) return o_where;
   return lse >= weights ? lse_where : weights_where;
 }
@@ -103,6 +106,35 @@ Agreement compare_with_reference(const GoldenCase& g, reference::Precision preci
         const double c = agreement(r.lse[row], g.lse[row], unit * m, &kind);
         note(c, r.lse[row], g.lse[row], index_text("lse", {b, h, i}), &a.lse, &a.lse_where);
       }
+  if (g.has_gradients) {
+    // The backward: the reference's gradients (same precision) against the file's.
+    const std::vector<double> d_out = logical_d_out(p, *g.inputs.d_out);
+    const reference::Gradients rg = reference::run_sdpa_backward(p, in, d_out, precision, threads);
+    PrecisionContract f64;
+    f64.accumulate = f64.p_type = f64.ds_type = DType::f64;
+    const GradientTolerances m = gradient_tolerances(p, in, d_out, r, rg, f64, {}, DType::f64);
+    const std::int64_t Hkv = p.heads_kv, S = p.len_kv, Dq = p.head_dim_qk;
+    const struct {
+      const char* name;
+      const std::vector<double>& ref;
+      const std::vector<double>& gold;
+      const std::vector<double>& bound;
+      std::int64_t heads, rows, cols;
+    } tensors[] = {{"dq", rg.dq, g.dq, m.dq, H, L, Dq},
+                   {"dk", rg.dk, g.dk, m.dk, Hkv, S, Dq},
+                   {"dv", rg.dv, g.dv, m.dv, Hkv, S, Dv}};
+    for (const auto& t : tensors)
+      for (std::int64_t b = 0; b < B; ++b)
+        for (std::int64_t h = 0; h < t.heads; ++h)
+          for (std::int64_t i = 0; i < t.rows; ++i)
+            for (std::int64_t e = 0; e < t.cols; ++e) {
+              const auto x = static_cast<std::size_t>(((b * t.heads + h) * t.rows + i) * t.cols + e);
+              const double mag = t.bound[x] / kU;  // the f64 bound in units of 2^-53
+              const double c = agreement(t.ref[x], t.gold[x], unit * mag, &kind);
+              note(c, t.ref[x], t.gold[x], index_text(t.name, {b, h, i, e}), &a.gradients,
+                   &a.gradients_where);
+            }
+  }
   if (!g.has_weights) return a;
   const std::int64_t S = p.len_kv;
   const std::vector<double> mw = weight_magnitudes(p, in, r, g.weights);
@@ -221,8 +253,13 @@ Agreement compare_mha_with_reference(const MhaGoldenCase& g, int threads) {
 
 CaseOutcome judge_backend(const Backend& backend, GoldenCase& g, const Device& device,
                           const RunOptions& options, const ToleranceTable& table) {
-  const ExpectedValues expected{&g.o, &g.lse, g.has_weights ? &g.weights : nullptr,
-                                g.precision_digits};
+  ExpectedValues expected{&g.o, &g.lse, g.has_weights ? &g.weights : nullptr,
+                          g.precision_digits};
+  if (g.has_gradients) {
+    expected.dq = &g.dq;
+    expected.dk = &g.dk;
+    expected.dv = &g.dv;
+  }
   return judge(backend, g.c.problem, g.inputs, device, options, &expected, table);
 }
 

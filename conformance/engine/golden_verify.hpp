@@ -29,9 +29,14 @@ namespace sdpa::conformance {
 using golden::GoldenCase;
 using golden::MhaGoldenCase;
 
+// For a backward case, the gradients too: M(g) of a gradient element is its bound for an f64
+// computation (conformance/judge/gradient_tolerance.hpp with accumulation, P, dS and the
+// outputs in f64) divided by 2^-53, the same scale as the forward's magnitudes.
 struct Agreement {
   double o = 0, lse = 0, weights = 0;             // worst c over O, LSE and the weights
   std::string o_where, lse_where, weights_where;  // the element of each worst c
+  double gradients = 0;                           // worst c over dQ, dK, dV (backward cases)
+  std::string gradients_where;
   std::string mismatch;  // first NaN / inf mismatch ("" if none): a failure whatever c is
   double worst() const;  // max of the three c (infinity with a mismatch)
   std::string worst_where() const;

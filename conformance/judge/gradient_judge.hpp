@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 
+#include "conformance/judge/judge.hpp"
 #include "conformance/judge/tolerance.hpp"
 #include "core/case_buffers.hpp"
 #include "kernels/backend.hpp"
@@ -32,9 +33,13 @@ struct GradientOutcome {
 // `outputs` the same outputs' guarded buffers, `ref` the reference's forward. `in` must
 // hold dO. The backward runs twice, at options.threads and at another thread count (1, or 3
 // when options.threads is 1), and the two runs' gradient bytes are compared.
+// With `expected` holding gradients (a golden file's), those are the expected values; the
+// bound is the reference's, plus for a capture of limited precision its own error
+// (kCaptureUlps capture units times M, M the f64 contract's bound over 2^-53).
 GradientOutcome judge_gradients(const Backend& backend, const Problem& p, InputBuffers& in,
                                 OutputBuffers& outputs, const Buffers& forward,
                                 const reference::Result& ref, const Device& device,
-                                const RunOptions& options, const ToleranceTable& table);
+                                const RunOptions& options, const ToleranceTable& table,
+                                const ExpectedValues* expected = nullptr);
 
 }  // namespace sdpa::conformance

@@ -11,7 +11,8 @@ GradientTolerances gradient_tolerances(const Problem& p, const InputPointers& in
                                        const std::vector<double>& d_out,
                                        const reference::Result& forward,
                                        const reference::Gradients& exact,
-                                       const PrecisionContract& c, const ToleranceTable& table) {
+                                       const PrecisionContract& c, const ToleranceTable& table,
+                                       std::optional<DType> output_type) {
   const std::int64_t B = p.batch, H = p.heads_q, Hkv = p.heads_kv, L = p.len_q, S = p.len_kv;
   const std::int64_t Dq = p.head_dim_qk, Dv = p.head_dim_v;
   const auto n = [](std::int64_t x) { return static_cast<std::size_t>(x); };
@@ -21,7 +22,10 @@ GradientTolerances gradient_tolerances(const Problem& p, const InputPointers& in
   t.dv.assign(n(B * Hkv * S * Dv), 0.0);
   if (B * Hkv == 0 || H == 0) return t;
   const std::int64_t group = H / Hkv;
-  const double u_out = dtype_unit_roundoff(p.dtype), u_a = dtype_unit_roundoff(c.accumulate);
+  // The forward's factors and the output rounding are those of the output type.
+  Problem po = p;
+  po.dtype = output_type.value_or(p.dtype);
+  const double u_out = dtype_unit_roundoff(po.dtype), u_a = dtype_unit_roundoff(c.accumulate);
   const double u_p = c.ds_type == c.accumulate ? 0.0 : dtype_unit_roundoff(c.ds_type);
   const double k_v = table.safety * std::sqrt(std::max<double>(double(Dv), 1.0));
   const double keep_scale = p.dropout_p > 0 ? 1.0 / (1.0 - p.dropout_p) : 1.0;
@@ -30,7 +34,7 @@ GradientTolerances gradient_tolerances(const Problem& p, const InputPointers& in
 
   for (std::int64_t b = 0; b < B; ++b) {
     const std::int64_t lb = seqlen_q(p, b), sb = seqlen_kv(p, b);
-    const ToleranceFactors ff = tolerance_factors(p, c, sb, table);  // the forward's, and dQ's
+    const ToleranceFactors ff = tolerance_factors(po, c, sb, table);  // the forward's, and dQ's
     const double k_n = table.safety * std::sqrt(std::max<double>(double(lb * group), 1.0));
     for (std::int64_t h = 0; h < H; ++h) {
       const reference::HeadInputs hd = reference::gather_head(p, in, b, h);
@@ -101,8 +105,8 @@ GradientTolerances gradient_tolerances(const Problem& p, const InputPointers& in
   }
   // Output roundings and the floors.
   for (std::int64_t b = 0; b < B; ++b) {
-    const double floor_q = tolerance_factors(p, c, seqlen_kv(p, b), table).floor;
-    const double floor_kv = tolerance_factors(p, c, seqlen_q(p, b) * group, table).floor;
+    const double floor_q = tolerance_factors(po, c, seqlen_kv(p, b), table).floor;
+    const double floor_kv = tolerance_factors(po, c, seqlen_q(p, b) * group, table).floor;
     for (std::size_t x = n(b * H * L * Dq); x < n((b + 1) * H * L * Dq); ++x)
       t.dq[x] += u_out * std::fabs(exact.dq[x]) + floor_q;
     for (std::size_t x = n(b * Hkv * S * Dq); x < n((b + 1) * Hkv * S * Dq); ++x)

@@ -27,6 +27,7 @@
 // head's terms. The constants are the forward's table (ToleranceTable), with its version.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "conformance/judge/tolerance.hpp"
@@ -45,11 +46,14 @@ struct GradientTolerances {
 
 // `forward` is the reference's forward of `p` on `in` (its O, LSE and magnitudes give the
 // forward's bound); `exact` the reference's gradients for `d_out` (logical [B, Hq, L, Dv]).
+// `output_type` is the type the outputs (O, and the gradients) are rounded to: the problem's
+// dtype for a kernel; f64 for the magnitudes of an f64 computation (golden verification).
 GradientTolerances gradient_tolerances(const Problem& p, const InputPointers& in,
                                        const std::vector<double>& d_out,
                                        const reference::Result& forward,
                                        const reference::Gradients& exact,
                                        const PrecisionContract& contract,
-                                       const ToleranceTable& table = {});
+                                       const ToleranceTable& table = {},
+                                       std::optional<DType> output_type = std::nullopt);
 
 }  // namespace sdpa::conformance

@@ -41,6 +41,11 @@ struct ExpectedValues {
   const std::vector<double>* lse = nullptr;      // required
   const std::vector<double>* weights = nullptr;  // required when the problem wants weights
   std::int64_t precision_digits = 50;            // significant digits of their source
+  // A backward case's expected gradients (logical, as reference::Gradients'); when null the
+  // reference's are used.
+  const std::vector<double>* dq = nullptr;
+  const std::vector<double>* dk = nullptr;
+  const std::vector<double>* dv = nullptr;
 };
 
 // Expected values of limited precision (a capture from another framework): a value of

@@ -32,10 +32,11 @@ class GoldenLoader : public testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  // A copy of the smoke set, changed by `edit` through the HDF5 C API.
-  std::string broken_copy(const std::function<void(hid_t file)>& edit) {
+  // A copy of the smoke set (or of `source`), changed by `edit` through the HDF5 C API.
+  std::string broken_copy(const std::function<void(hid_t file)>& edit,
+                          const std::string& source = smoke_path()) {
     const std::string path = (dir_ / "broken.h5").string();
-    fs::copy_file(smoke_path(), path, fs::copy_options::overwrite_existing);
+    fs::copy_file(source, path, fs::copy_options::overwrite_existing);
     const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
     EXPECT_GE(f, 0);
     edit(f);
@@ -120,7 +121,7 @@ void set_string_attribute(hid_t obj, const char* name, const std::string& value)
 
 TEST_F(GoldenLoader, SmokeSetOpensWithProvenance) {
   const GoldenFile f(smoke_path());
-  EXPECT_EQ(f.info().schema_version, kSchemaVersion);
+  EXPECT_EQ(f.info().schema_version, 1);  // no backward case: version 1
   EXPECT_EQ(f.info().semantics_version, kSemanticsVersion);
   EXPECT_EQ(f.info().generator, "golden/generate.py");
   EXPECT_FALSE(f.info().generator_version.empty());
@@ -235,12 +236,74 @@ TEST_F(GoldenLoader, MissingSchemaAttribute) {
 TEST_F(GoldenLoader, WrongSchemaVersion) {
   const auto path = broken_copy([](hid_t f) {
     const hid_t a = H5Aopen(f, "schema_version", H5P_DEFAULT);
-    const std::int64_t v = 2;
+    const std::int64_t v = 3;
     H5Awrite(a, H5T_NATIVE_INT64, &v);
     H5Aclose(a);
   });
   expect_error<std::invalid_argument>([&] { GoldenFile g(path); },
-                                      {path, "schema version 2", "reads version 1"});
+                                      {path, "schema version 3", "reads versions 1 to 2"});
+}
+
+std::string backward_path() { return std::string(SDPA_GOLDEN_DIR) + "/backward.h5"; }
+
+TEST_F(GoldenLoader, BackwardCasesCarryDoutAndTheGradients) {
+  const GoldenFile f(backward_path());
+  EXPECT_EQ(f.info().schema_version, 2);
+  ASSERT_FALSE(f.case_ids().empty());
+  for (const auto& id : f.case_ids()) {
+    const GoldenCase g = f.load(id);
+    const Problem& p = g.c.problem;
+    ASSERT_TRUE(p.backward) << id;
+    ASSERT_TRUE(g.has_gradients) << id;
+    ASSERT_TRUE(g.inputs.d_out.has_value()) << id;
+    EXPECT_EQ(g.inputs.d_out->view().shape, o_view(p).shape) << id;
+    EXPECT_EQ(g.dq.size(), static_cast<std::size_t>(p.batch * p.heads_q * p.len_q * p.head_dim_qk));
+    EXPECT_EQ(g.dk.size(), static_cast<std::size_t>(p.batch * p.heads_kv * p.len_kv * p.head_dim_qk));
+    EXPECT_EQ(g.dv.size(), static_cast<std::size_t>(p.batch * p.heads_kv * p.len_kv * p.head_dim_v));
+  }
+  // The smoke set is version 1 and has no backward case.
+  const GoldenFile smoke(smoke_path());
+  EXPECT_EQ(smoke.info().schema_version, 1);
+}
+
+TEST_F(GoldenLoader, ABackwardCaseNeedsSchemaVersion2) {
+  const auto path = broken_copy(
+      [](hid_t f) {
+        const hid_t a = H5Aopen(f, "schema_version", H5P_DEFAULT);
+        const std::int64_t v = 1;
+        H5Awrite(a, H5T_NATIVE_INT64, &v);
+        H5Aclose(a);
+      },
+      backward_path());
+  const GoldenFile f(path);
+  expect_error<std::invalid_argument>([&] { f.load(f.case_ids().front()); },
+                                      {"bwd", "schema version 1", "version 2"});
+}
+
+TEST_F(GoldenLoader, ABackwardCaseWithoutItsGradientsIsRefused) {
+  std::string id;
+  const auto path = broken_copy(
+      [&](hid_t f) {
+        id = GoldenFile(backward_path()).case_ids().front();
+        const hid_t g = group_of(f, id);
+        H5Ldelete(g, "dk", H5P_DEFAULT);
+        H5Gclose(g);
+      },
+      backward_path());
+  const GoldenFile f(path);
+  expect_error<std::invalid_argument>([&] { f.load(id); }, {"dataset 'dk'", "missing"});
+}
+
+TEST_F(GoldenLoader, GradientsWithoutBwdAreRefused) {
+  const std::string id = find_case({"f32", "mask=add", "mbc=bh"});
+  const auto path = broken_copy([&](hid_t f) {
+    const hid_t g = group_of(f, id);
+    std::vector<double> dq(2 * 2 * 5 * 8, 0.0);
+    replace_dataset(g, "dq", H5T_IEEE_F64LE, {2, 2, 5, 8}, dq.data());
+    H5Gclose(g);
+  });
+  const GoldenFile f(path);
+  expect_error<std::invalid_argument>([&] { f.load(id); }, {"dataset 'dq'", "no bwd"});
 }
 
 TEST_F(GoldenLoader, WrongSemanticsVersion) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The results-file route end to end: export the smoke tier's inputs, judge the unfilled file
 # (every case NOT_SUPPORTED, naming the missing dataset), fill it with a correct backend's
-# outputs (pass) and with a wrong one's (fail). Usage: results_route.sh SDPA_CTS DIR
+# outputs (pass) and with a wrong one's (fail); backward cases with their dO and gradients.
+# Usage: results_route.sh SDPA_CTS DIR FAULTY_PLUGIN
 set -euo pipefail
 cts=$1
 dir=$2
@@ -31,4 +32,14 @@ grep -q "passed: 1 failed: 0" nolse.txt
 # The ci tier includes smoke's golden set, which ci.h5 repeats: each case is exported once.
 "$cts" cases export --tier ci --filter 'gen=golden$' --out golden_cases.h5 | tee export.txt
 grep -Eq "^golden_cases.h5: [0-9]+ cases of ci \(inputs only" export.txt
+# The backward: exported with dO, judged unfilled (NOT_SUPPORTED), filled with cpu.math's
+# forward and gradients (pass, every gradient judged).
+"$cts" cases export --tier ci --filter '\.bwd\.seed5[0-2]\.' --out backward.h5 | tee bwd-export.txt
+grep -q "dq, dk, dv for the backward cases" bwd-export.txt
+"$cts" cases judge --results backward.h5 --no-report > bwd-unfilled.txt 2>&1 || true
+grep -Eq "passed: 0 failed: 0 not_supported: [1-9][0-9]* " bwd-unfilled.txt
+"$cts" cases fill --results backward.h5 --backend cpu.math
+"$cts" cases judge --results backward.h5 --report bwd-report | tee bwd-good.txt
+grep -Eq "passed: [1-9][0-9]* failed: 0 not_supported: 0 " bwd-good.txt
+grep -q '"tensor_ratios":{"dk":' bwd-report/results.jsonl
 echo "results route: ok"

@@ -56,7 +56,8 @@ TEST_P(ReferenceAgreesWithGolden, EveryCaseWithinAFewUlps) {
     EXPECT_LE(a.worst(), kMaxUlps) << ids[n] << ": c = " << a.worst() << " at " << a.worst_where();
     for (auto [name, c, where] : {std::tuple{"o", a.o, a.o_where},
                                   {"lse", a.lse, a.lse_where},
-                                  {"weights", a.weights, a.weights_where}}) {
+                                  {"weights", a.weights, a.weights_where},
+                                  {"gradients", a.gradients, a.gradients_where}}) {
       if (c >= worst[name].first) worst[name] = {c, ids[n] + " " + where};
     }
     ++checked;
@@ -84,7 +85,7 @@ TEST_P(ReferenceAgreesWithGolden, EveryCaseWithinAFewUlps) {
 
 std::vector<Param> params() {
   std::vector<Param> v;
-  for (const char* f : {"smoke.h5", "ci.h5"}) {
+  for (const char* f : {"smoke.h5", "ci.h5", "backward.h5"}) {
     const int shards = std::string(f) == "ci.h5" ? 4 : 1;
     for (auto prec : {reference::Precision::f64, reference::Precision::binary128}) {
       for (int s = 0; s < shards; ++s) v.push_back({f, prec, s, shards});
