@@ -20,6 +20,7 @@ class Sampled : public testing::TestWithParam<Combo> {
     o.dtypes = backend().capabilities().dtypes;
     o.weights_output = backend().capabilities().weights_output;
     o.lse_output = backend().capabilities().lse_output;
+    o.backward = backend().capabilities().backward;
     o.max_work = 1 << 17;  // small problems: many cases per second
     o.max_len = 200;
     o.adversarial_data = adversarial;
