@@ -63,6 +63,8 @@ Case case_from_bytes(FuzzInput& in) {
   }
   // Last again (after the long-keys byte): the inputs' strides (StrideKind).
   c.stride_kind = static_cast<int>(in.range(0, conformance::kStrideKindCount - 1));
+  // Last once more: the backward (with the LSE), judged on the backends that have one.
+  c.backward = in.flag();
   return conformance::build_case(c, options);
 }
 

@@ -1,6 +1,7 @@
 // Differential fuzzing of the built-in CPU backends against the reference: the bytes decode
 // into a case (fuzz/case_from_bytes.hpp), an ISA target and a thread count; every built-in
-// backend that accepts the case runs it and the one judge compares it with the reference.
+// backend that accepts the case runs it and the one judge compares it with the reference (and,
+// for a backward case, its gradients with the reference's).
 // FAIL or CRASH (an exception where the backend said yes) is a finding; a sanitizer report
 // is one by itself.
 #include <cstdint>
