@@ -117,4 +117,18 @@ LoweredProblem::LoweredProblem(const Problem& p, const Buffers& buf) {
   c.q_scale = c.k_scale = c.v_scale = c.o_scale = 1.0f;
 }
 
+LoweredProblem::LoweredProblem(const Problem& p, const Buffers& forward,
+                               const GradientPointers& grads)
+    : LoweredProblem(p, forward) {
+  sdpa_cts_params& c = params_;
+  c.d_o = grads.d_out;
+  c.d_q = grads.dq;
+  c.d_k = grads.dk;
+  c.d_v = grads.dv;
+  copy_strides(p.o, c.d_o_stride);
+  copy_strides(p.q, c.d_q_stride);
+  copy_strides(p.k, c.d_k_stride);
+  copy_strides(p.v, c.d_v_stride);
+}
+
 }  // namespace sdpa

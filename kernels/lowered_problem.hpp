@@ -26,6 +26,9 @@ class LoweredProblem {
   // Without buffers (supports(), explain): every tensor pointer is null.
   explicit LoweredProblem(const Problem& p) : LoweredProblem(p, Buffers{}) {}
   LoweredProblem(const Problem& p, const Buffers& buffers);
+  // A backward call: the forward's buffers (o and lse its outputs, inputs here) and the
+  // gradients' pointers, in the layouts of O, Q, K and V.
+  LoweredProblem(const Problem& p, const Buffers& forward, const GradientPointers& grads);
   LoweredProblem(const LoweredProblem&) = delete;
   LoweredProblem& operator=(const LoweredProblem&) = delete;
 

@@ -17,8 +17,9 @@
  *
  * Plain C, no padding surprises: the fields are ordered by size class within each group and
  * the host checks `struct_size`. Fields marked "(reserved)" are slots for what is coming
- * (the backward pass, paged KV caches, fp8 scales, attention sinks): they are zero / NULL
- * today and a kernel must decline a problem that sets one it does not implement.
+ * (paged KV caches, fp8 scales, attention sinks): they are zero / NULL today and a kernel
+ * must decline a problem that sets one it does not implement. The backward's fields have
+ * their meaning since ABI 2.1: NULL except in a backward call (run_backward()).
  */
 #ifndef SDPA_CTS_PARAMS_H
 #define SDPA_CTS_PARAMS_H
@@ -123,15 +124,17 @@ typedef struct sdpa_cts_params {
                     for rows without an attended key and padding rows i >= L_b */
   void* weights; /* attention weights [B, Hq, L, S] in dtype, contiguous, after dropout */
 
-  /* (reserved) The backward pass: dO in, dQ, dK, dV out, each with (b, h, row, d) strides. */
-  const void* d_o;
-  void* d_q;
-  void* d_k;
-  void* d_v;
-  int64_t d_o_stride[4];
-  int64_t d_q_stride[4];
-  int64_t d_k_stride[4];
-  int64_t d_v_stride[4];
+  /* The backward pass (ABI 2.1; NULL and 0 outside a backward call). In a backward call, o
+   * and lse above hold the backend's own forward outputs for this problem: inputs, never
+   * written. docs/SEMANTICS.md, "Backward". */
+  const void* d_o;       /* dO [B, Hq, L, Dv], in O's layout */
+  void* d_q;             /* dQ [B, Hq, L, Dqk], in Q's layout; rows i >= L_b (padded) 0 */
+  void* d_k;             /* dK [B, Hkv, S, Dqk], in K's layout, summed over each group */
+  void* d_v;             /* dV [B, Hkv, S, Dv], in V's layout, summed over each group */
+  int64_t d_o_stride[4]; /* == o_stride */
+  int64_t d_q_stride[4]; /* == q_stride */
+  int64_t d_k_stride[4]; /* == k_stride */
+  int64_t d_v_stride[4]; /* == v_stride */
 
   /* (reserved) Paged KV cache: K and V rows live in pages of page_size rows; the block
    * table maps (b, logical page) to a physical page. NULL = contiguous K and V. */

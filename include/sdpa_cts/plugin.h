@@ -47,6 +47,10 @@
  * the same rules hold for it.
  * Version 2.0 (version 1.0 passed an sdpa_cts_problem and an sdpa_cts_buffers instead of
  * sdpa_cts_params; docs/PLUGINS.md, "Migrating a plugin to ABI 2").
+ * Version 2.1 adds the backward pass: the capability SDPA_CTS_CAP_BACKWARD, run_backward()
+ * appended to sdpa_cts_backend, ds_type and dkv_rounded_per_head appended to
+ * sdpa_cts_precision, and a meaning for the backward fields of sdpa_cts_params (d_o, d_q,
+ * d_k, d_v and their strides). A plugin built against 2.0 loads unchanged and has no backward.
  *
  * Conventions. Strides and offsets are in elements; layouts follow docs/SEMANTICS.md
  * ([B, H, rows, D] index order). Integers are int64_t, flags int32_t (0 = false). Strings
@@ -67,7 +71,7 @@ extern "C" {
 #endif
 
 #define SDPA_CTS_PLUGIN_ABI_MAJOR 2
-#define SDPA_CTS_PLUGIN_ABI_MINOR 0
+#define SDPA_CTS_PLUGIN_ABI_MINOR 1
 
 /* Device kinds and memory spaces. */
 enum { SDPA_CTS_DEVICE_CPU = 0, SDPA_CTS_DEVICE_CUDA = 1 };
@@ -123,7 +127,8 @@ enum {
   SDPA_CTS_CAP_LAST_DIM_CONTIGUOUS = 1 << 13, /* needs stride 1 in the head dimension */
   SDPA_CTS_CAP_EMPTY_PROBLEMS = 1 << 14,      /* any dimension may be 0 */
   SDPA_CTS_CAP_DETERMINISTIC = 1 << 15,       /* same bits at any thread count and run */
-  SDPA_CTS_CAP_BATCH_INVARIANT = 1 << 16      /* a row does not depend on the rest of the batch */
+  SDPA_CTS_CAP_BATCH_INVARIANT = 1 << 16,     /* a row does not depend on the rest of the batch */
+  SDPA_CTS_CAP_BACKWARD = 1 << 17             /* (2.1) has run_backward(): dQ, dK, dV */
 };
 /* Traits the dispatcher's ordering rules read (docs/DISPATCH.md). Bits 1 and 2 are unused
  * (ABI 1's math and cuDNN traits, replaced by sdpa_cts_capabilities.pytorch_kernel). */
@@ -159,6 +164,12 @@ typedef struct sdpa_cts_precision {
   int32_t p_type;         /* SDPA_CTS_DTYPE_* P is rounded to before PV (F32: not rounded) */
   int32_t online_softmax; /* 1: rescales running sums per key block (flash style) */
   int64_t key_block;      /* keys per block of the online softmax / split (0 = none) */
+  /* (2.1) The backward's roundings (docs/CONFORMANCE.md, "The gradients' bound"); the host
+   * presets ds_type to -1 and reads -1 (a plugin that does not set it) as `accumulate`. */
+  int32_t ds_type;              /* SDPA_CTS_DTYPE_* P and dS are rounded to before the
+                                   gradient products (the accumulate type: not rounded) */
+  int32_t dkv_rounded_per_head; /* 1: dK, dV of each query head rounded to the input type
+                                   before the sum over a GQA group */
 } sdpa_cts_precision;
 
 /* supports() calls this once per reason it declines: one full sentence naming the value at
@@ -184,6 +195,16 @@ typedef struct sdpa_cts_backend {
    * after accepting is a FAIL ("decline or be correct"). Must not keep the pointers. */
   int32_t (*run)(void* state, const sdpa_cts_params* params, const sdpa_cts_device* device,
                  int32_t threads, char* error, size_t error_size);
+  /* (2.1) The backward, for a backend whose capabilities have SDPA_CTS_CAP_BACKWARD (NULL
+   * otherwise): dQ, dK, dV into params->d_q, d_k, d_v (the layouts of Q, K, V: d_q_stride ==
+   * q_stride, ...; every element written, 0 at padding rows and absent keys) for the upstream
+   * gradient params->d_o (O's layout), after this backend's own run() of the same problem
+   * wrote params->o and params->lse, which are inputs here (never written). Called after
+   * supports() accepted the problem and run() succeeded; returns like run(). The host calls
+   * it twice, at two thread counts, and compares the bytes (docs/SEMANTICS.md, "Backward"). */
+  int32_t (*run_backward)(void* state, const sdpa_cts_params* params,
+                          const sdpa_cts_device* device, int32_t threads, char* error,
+                          size_t error_size);
 } sdpa_cts_backend;
 
 /* What sdpa_cts_plugin_entry returns. abi_major and abi_minor are its first two fields in

@@ -105,7 +105,7 @@ static int32_t faulty_run(void* state, const sdpa_cts_params* p, const sdpa_cts_
              SDPA_CTS_CAP_CAUSAL_TOP_LEFT | SDPA_CTS_CAP_CAUSAL_BOTTOM_RIGHT |                 \
              SDPA_CTS_CAP_GQA | SDPA_CTS_CAP_LSE | SDPA_CTS_CAP_EMPTY_PROBLEMS,                \
          0, SDPA_CTS_MEMORY_HOST, SDPA_CTS_PYTORCH_NONE},                                      \
-        faulty_precision, faulty_supports, faulty_run                                          \
+        faulty_precision, faulty_supports, faulty_run, NULL                                    \
   }
 
 static const sdpa_cts_backend kBackends[FAULT_COUNT] = {

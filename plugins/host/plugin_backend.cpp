@@ -57,7 +57,10 @@ sdpa_cts_device c_device(const Device& d) {
 class PluginBackend final : public Backend {
  public:
   explicit PluginBackend(const sdpa_cts_backend& b)
-      : b_(b), name_(b.name), caps_(capabilities_from(b.capabilities)) {}
+      : b_(b), name_(b.name), caps_(capabilities_from(b.capabilities)) {
+    // check_description() made sure that a backend declaring the backward has the entry.
+    caps_.backward = has_backward(b);
+  }
 
   std::string_view name() const override { return name_; }
   const Capabilities& capabilities() const override { return caps_; }
@@ -65,6 +68,7 @@ class PluginBackend final : public Backend {
   PrecisionContract precision(DType dtype) const override {
     sdpa_cts_precision c{};
     c.struct_size = sizeof c;
+    c.ds_type = -1;  // a plugin of ABI 2.0 does not know the field: the accumulate type
     if (b_.precision(b_.state, dtype_code(dtype), &c) != 0) {
       throw std::runtime_error(name_ + ": precision() has no contract for " +
                                std::string(dtype_name(dtype)));
@@ -74,6 +78,8 @@ class PluginBackend final : public Backend {
     out.p_type = dtype_from(c.p_type, name_);
     out.online_softmax = c.online_softmax != 0;
     out.key_block = c.key_block;
+    out.ds_type = c.ds_type == -1 ? out.accumulate : dtype_from(c.ds_type, name_);
+    out.dkv_rounded_per_head = c.dkv_rounded_per_head != 0;
     return out;
   }
 
@@ -107,6 +113,20 @@ class PluginBackend final : public Backend {
         0) {
       error.back() = '\0';
       throw std::runtime_error(name_ + ": " + (error[0] ? error.data() : "run() failed"));
+    }
+  }
+
+  void run_backward(const Problem& p, const Buffers& forward, const GradientPointers& grads,
+                    const Device& device, const RunOptions& options) const override {
+    if (!caps_.backward) throw std::logic_error(name_ + " has no backward pass");
+    const LoweredProblem lowered(p, forward, grads);
+    const sdpa_cts_device cd = c_device(device);
+    std::vector<char> error(1024, '\0');
+    if (b_.run_backward(b_.state, &lowered.params(), &cd, options.threads, error.data(),
+                        error.size()) != 0) {
+      error.back() = '\0';
+      throw std::runtime_error(name_ + ": " +
+                               (error[0] ? error.data() : "run_backward() failed"));
     }
   }
 
@@ -176,10 +196,15 @@ Capabilities capabilities_from(const sdpa_cts_capabilities& c) {
   return caps;
 }
 
+bool has_backward(const sdpa_cts_backend& b) {
+  return (b.capabilities.flags & SDPA_CTS_CAP_BACKWARD) != 0 &&
+         b.struct_size >= kBackendSizeAbi21 && b.run_backward != nullptr;
+}
+
 std::string check_description(const sdpa_cts_backend& b) {
-  if (b.struct_size < sizeof(sdpa_cts_backend)) {
+  if (b.struct_size < kBackendSizeAbi20) {
     return "backend struct_size " + std::to_string(b.struct_size) + " is smaller than " +
-           std::to_string(sizeof(sdpa_cts_backend));
+           std::to_string(kBackendSizeAbi20) + " (ABI 2.0's)";
   }
   if (!b.name || !*b.name) return "a backend has no name";
   const std::string name = b.name;
@@ -208,6 +233,10 @@ std::string check_description(const sdpa_cts_backend& b) {
   }
   if (c.head_dim_multiple < 1 || c.max_head_dim < 0) {
     return "backend '" + name + "': head_dim_multiple must be >= 1 and max_head_dim >= 0";
+  }
+  if ((c.flags & SDPA_CTS_CAP_BACKWARD) && !has_backward(b)) {
+    return "backend '" + name +
+           "' declares SDPA_CTS_CAP_BACKWARD but has no run_backward() (ABI 2.1's entry)";
   }
   return "";
 }

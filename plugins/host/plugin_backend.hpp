@@ -3,6 +3,7 @@
 // judge and the reports cannot tell it from a built-in backend.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -10,6 +11,15 @@
 #include "sdpa_cts/plugin.h"
 
 namespace sdpa::plugins {
+
+// The sizes of the structs a plugin describes itself with, as ABI 2.0 laid them out (the
+// first field 2.1 appended starts there) and as 2.1 does: a plugin of this major built
+// against any minor has at least the 2.0 sizes; fields past its own size are absent.
+inline constexpr std::size_t kBackendSizeAbi20 = offsetof(sdpa_cts_backend, run_backward);
+inline constexpr std::size_t kBackendSizeAbi21 = sizeof(sdpa_cts_backend);
+inline constexpr std::size_t kPrecisionSizeAbi20 = offsetof(sdpa_cts_precision, ds_type);
+// Whether `b` declares the backward and has the entry for it.
+bool has_backward(const sdpa_cts_backend& b);
 
 // Checks one backend description of a plugin; "" when it is usable, else why not.
 std::string check_description(const sdpa_cts_backend& b);

@@ -74,8 +74,8 @@ const sdpa_cts_plugin& open_plugin(const std::string& path) {
       {"sdpa_cts_params", {pl->sizeof_params, sizeof(sdpa_cts_params)}},
       {"sdpa_cts_device", {pl->sizeof_device, sizeof(sdpa_cts_device)}},
       {"sdpa_cts_capabilities", {pl->sizeof_capabilities, sizeof(sdpa_cts_capabilities)}},
-      {"sdpa_cts_precision", {pl->sizeof_precision, sizeof(sdpa_cts_precision)}},
-      {"sdpa_cts_backend", {pl->sizeof_backend, sizeof(sdpa_cts_backend)}}};
+      {"sdpa_cts_precision", {pl->sizeof_precision, kPrecisionSizeAbi20}},
+      {"sdpa_cts_backend", {pl->sizeof_backend, kBackendSizeAbi20}}};
   for (const auto& [name, size] : sizes) {
     if (size.first < size.second) {
       fail(path, std::string("sizeof(") + name + ") is " + std::to_string(size.first) +

@@ -15,6 +15,10 @@ static int32_t minimal_precision(void* state, int32_t dtype, sdpa_cts_precision*
   out->p_type = SDPA_CTS_DTYPE_F64;
   out->online_softmax = 0;
   out->key_block = 0;
+  if (out->struct_size >= sizeof(sdpa_cts_precision)) { /* a host of ABI 2.1 or later */
+    out->ds_type = SDPA_CTS_DTYPE_F64;                  /* P and dS kept in f64 */
+    out->dkv_rounded_per_head = 0;
+  }
   return 0;
 }
 
@@ -47,6 +51,20 @@ static int32_t minimal_run(void* state, const sdpa_cts_params* p, const sdpa_cts
   return 0;
 }
 
+/* The backward (ABI 2.1): dQ, dK, dV for params->d_o, with the forward's O in params->o. */
+static int32_t minimal_run_backward(void* state, const sdpa_cts_params* p,
+                                    const sdpa_cts_device* d, int32_t threads, char* error,
+                                    size_t error_size) {
+  (void)state;
+  (void)d;
+  (void)threads;
+  if (naive_attention_backward(p) != 0) {
+    snprintf(error, error_size, "minimal.naive: out of memory");
+    return 1;
+  }
+  return 0;
+}
+
 static const sdpa_cts_backend kBackends[] = {{
     sizeof(sdpa_cts_backend),
     "minimal.naive",
@@ -60,7 +78,7 @@ static const sdpa_cts_backend kBackends[] = {{
         SDPA_CTS_CAP_DIFFERENT_V_DIM | SDPA_CTS_CAP_BOOL_MASK | SDPA_CTS_CAP_ADDITIVE_MASK |
             SDPA_CTS_CAP_CAUSAL_TOP_LEFT | SDPA_CTS_CAP_CAUSAL_BOTTOM_RIGHT | SDPA_CTS_CAP_GQA |
             SDPA_CTS_CAP_LSE | SDPA_CTS_CAP_EMPTY_PROBLEMS | SDPA_CTS_CAP_DETERMINISTIC |
-            SDPA_CTS_CAP_BATCH_INVARIANT,
+            SDPA_CTS_CAP_BATCH_INVARIANT | SDPA_CTS_CAP_BACKWARD,
         0, /* no traits */
         SDPA_CTS_MEMORY_HOST,
         SDPA_CTS_PYTORCH_MATH, /* orders like PyTorch's math path under --policy pytorch */
@@ -68,10 +86,11 @@ static const sdpa_cts_backend kBackends[] = {{
     minimal_precision,
     minimal_supports,
     minimal_run,
+    minimal_run_backward,
 }};
 
 static const sdpa_cts_plugin kPlugin = {
-    SDPA_CTS_PLUGIN_ABI_FIELDS, "sdpa-cts-minimal", "2.0.0", 1, kBackends,
+    SDPA_CTS_PLUGIN_ABI_FIELDS, "sdpa-cts-minimal", "2.1.0", 1, kBackends,
 };
 
 SDPA_CTS_PLUGIN_EXPORT const sdpa_cts_plugin* sdpa_cts_plugin_entry(uint32_t host_abi_major,

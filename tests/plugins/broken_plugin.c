@@ -15,6 +15,7 @@
 #define HANGS 7
 #define NO_RUN 8
 #define BAD_PYTORCH_KERNEL 9
+#define BACKWARD_WITHOUT_ENTRY 10
 
 static int32_t precision(void* s, int32_t dtype, sdpa_cts_precision* out) {
   (void)s;
@@ -49,8 +50,13 @@ static const sdpa_cts_backend kBackends[] = {{
     "broken.backend",
 #endif
     NULL,
-    {sizeof(sdpa_cts_capabilities), 1u << SDPA_CTS_DTYPE_F32, SDPA_CTS_DEVICE_CPU, 0, 1, 0, 0,
-     SDPA_CTS_MEMORY_HOST,
+    {sizeof(sdpa_cts_capabilities), 1u << SDPA_CTS_DTYPE_F32, SDPA_CTS_DEVICE_CPU, 0, 1,
+#if BROKEN_KIND == BACKWARD_WITHOUT_ENTRY
+     SDPA_CTS_CAP_BACKWARD,
+#else
+     0,
+#endif
+     0, SDPA_CTS_MEMORY_HOST,
 #if BROKEN_KIND == BAD_PYTORCH_KERNEL
      7 /* no such SDPA_CTS_PYTORCH_* */},
 #else
@@ -63,6 +69,7 @@ static const sdpa_cts_backend kBackends[] = {{
 #else
     run,
 #endif
+    NULL, /* no run_backward (BACKWARD_WITHOUT_ENTRY declares the capability all the same) */
 }};
 
 static sdpa_cts_plugin plugin = {SDPA_CTS_PLUGIN_ABI_FIELDS, "broken", "0", 1, kBackends};

@@ -250,7 +250,7 @@ static int32_t planted_run(void* state, const sdpa_cts_params* p, const sdpa_cts
          0,                                                                                       \
          SDPA_CTS_MEMORY_HOST,                                                                    \
          SDPA_CTS_PYTORCH_MATH},                                                                  \
-        planted_precision, planted_supports, planted_run                                          \
+        planted_precision, planted_supports, planted_run, NULL                                    \
   }
 
 static const sdpa_cts_backend kBackends[PLANTED_COUNT] = {

@@ -198,11 +198,11 @@ TEST(PluginAbi2, ACudaMemoryPluginDeclinesAnEmulatedGpu) {
   EXPECT_TRUE(backend->supports(c.problem, parse_device_or_throw("sm90")).ok());
 }
 
-// The probe of the minimal plugin (its path comes from tests/plugins/CMakeLists.txt): ABI 2.0,
+// The probe of the minimal plugin (its path comes from tests/plugins/CMakeLists.txt): ABI 2.1,
 // and a description listing only traits the ABI declares.
 TEST(PluginAbi2, ProbeReportsOnlyWhatTheAbiDeclares) {
   const ProbedPlugin p = probe_plugin(SDPA_CTS_MINIMAL_PLUGIN);
-  EXPECT_EQ(p.abi, "2.0");
+  EXPECT_EQ(p.abi, "2.1");
   ASSERT_EQ(p.backends.size(), 1u);
   const std::string& d = p.backends[0].description;
   EXPECT_NE(d.find("\"traits\":{\"split_kv\":false,\"pytorch\":\"math\",\"fused_mha\":false}"),
