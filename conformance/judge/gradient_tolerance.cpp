@@ -27,11 +27,21 @@ GradientTolerances gradient_tolerances(const Problem& p, const InputPointers& in
   po.dtype = output_type.value_or(p.dtype);
   const double u_out = dtype_unit_roundoff(po.dtype), u_a = dtype_unit_roundoff(c.accumulate);
   const double u_p = c.ds_type == c.accumulate ? 0.0 : dtype_unit_roundoff(c.ds_type);
+  // Rounding P and dS to a narrower type is absolute below its smallest normal: half a
+  // subnormal spacing per operand (f16's is 2^-25), whatever the operand's size.
+  const double sub_p = c.ds_type == c.accumulate ? 0.0 : 0.5 * subnormal_spacing(c.ds_type);
+  // P itself, computed in the accumulation type, is off by up to half its subnormal spacing
+  // where it underflows (one-hot rows of large logits), as in the forward's u_sub term.
+  const double sub_acc = 0.5 * subnormal_spacing(c.accumulate);
   const double k_v = table.safety * std::sqrt(std::max<double>(double(Dv), 1.0));
   const double keep_scale = p.dropout_p > 0 ? 1.0 / (1.0 - p.dropout_p) : 1.0;
   const double per_head = c.dkv_rounded_per_head ? u_out : 0.0;
   const double abs_scale = std::fabs(effective_scale(p));
 
+  // The sums in long double: with V near the f64 maximum the terms' products leave the f64
+  // range (an inf times a zero weight would make a NaN bound) while the bounds do not.
+  using Real = long double;
+  std::vector<Real> acc_dq(t.dq.size(), 0), acc_dk(t.dk.size(), 0), acc_dv(t.dv.size(), 0);
   for (std::int64_t b = 0; b < B; ++b) {
     const std::int64_t lb = seqlen_q(p, b), sb = seqlen_kv(p, b);
     const ToleranceFactors ff = tolerance_factors(po, c, sb, table);  // the forward's, and dQ's
@@ -39,8 +49,8 @@ GradientTolerances gradient_tolerances(const Problem& p, const InputPointers& in
     for (std::int64_t h = 0; h < H; ++h) {
       const reference::HeadInputs hd = reference::gather_head(p, in, b, h);
       const std::int64_t hk = h / group;
-      double* tdk = t.dk.data() + (b * Hkv + hk) * S * Dq;
-      double* tdv = t.dv.data() + (b * Hkv + hk) * S * Dv;
+      Real* tdk = acc_dk.data() + (b * Hkv + hk) * S * Dq;
+      Real* tdv = acc_dv.data() + (b * Hkv + hk) * S * Dv;
       for (std::int64_t i = 0; i < lb; ++i) {
         const std::int64_t row = (b * H + h) * L + i;
         const double lse = forward.lse[n(row)];
@@ -49,60 +59,66 @@ GradientTolerances gradient_tolerances(const Problem& p, const InputPointers& in
         const double* qi = hd.q.data() + i * Dq;
         const double* doi = d_out.data() + row * Dv;
         const double* oi = forward.o.data() + row * Dv;
-        double big_d = 0, e_d = 0;
+        Real big_d = 0, e_d = 0;
         for (std::int64_t d = 0; d < Dv; ++d) {
-          big_d += doi[d] * oi[d];
-          e_d += k_v * u_a * std::fabs(doi[d] * oi[d]) +
+          big_d += Real(doi[d]) * oi[d];
+          e_d += k_v * u_a * std::fabs(Real(doi[d]) * oi[d]) +
                  std::fabs(doi[d]) * output_tolerance(ff, forward, row, d, Dv);
         }
-        double* tdq = t.dq.data() + row * Dq;
+        Real* tdq = acc_dq.data() + row * Dq;
         for (std::int64_t j = 0; j < sb; ++j) {
           if (!hd.allowed[n(i * sb + j)]) continue;
           const double* kj = hd.k.data() + j * Dq;
           const double* vj = hd.v.data() + j * Dv;
-          double dot = 0, a = 0;
+          Real dot = 0, a = 0;
           for (std::int64_t e = 0; e < Dq; ++e) {
-            dot += qi[e] * kj[e];
-            a += std::fabs(qi[e] * kj[e]);
+            dot += Real(qi[e]) * kj[e];
+            a += std::fabs(Real(qi[e]) * kj[e]);
           }
           a *= abs_scale;
-          double x = hd.scale * dot, tp = 1, e_tp = 0;
+          Real x = hd.scale * dot, tp = 1, e_tp = 0;
           if (hd.softcap > 0) {
-            const double th = std::tanh(x / hd.softcap);
+            const Real th = std::tanh(x / hd.softcap);
             // The argument's error (the dot product's and the logit's rounding) through
             // d(1 - tanh^2)/dy = -2 tanh (1 - tanh^2), and 1 - tanh^2's own rounding.
-            const double e_y = u_a * (ff.k_e * a + std::fabs(x)) / hd.softcap;
+            const Real e_y = u_a * (ff.k_e * a + std::fabs(x)) / hd.softcap;
             x = hd.softcap * th;
             tp = 1 - th * th;
             e_tp = 2 * std::fabs(th) * tp * e_y + table.grad_softcap_roundings * u_a;
           }
           if (!hd.bias.empty()) x += hd.bias[n(i * sb + j)];
-          if (x == -std::numeric_limits<double>::infinity()) continue;
-          const double pr = std::exp(x - lse);
-          const double z = hd.kept.empty() ? 1.0 : (hd.kept[n(i * sb + j)] ? keep_scale : 0.0);
-          const double delta =
+          if (x == -std::numeric_limits<Real>::infinity()) continue;
+          const Real pr = std::exp(x - lse);
+          const Real z = hd.kept.empty() ? 1.0 : (hd.kept[n(i * sb + j)] ? keep_scale : 0.0);
+          const Real delta =
               u_a * (ff.k_x * (1 + std::fabs(x)) + ff.k_e * a) + table.weights_lse_factor * tol_lse;
-          double dp = 0, bmag = 0;
+          Real dp = 0, bmag = 0;
           for (std::int64_t d = 0; d < Dv; ++d) {
-            dp += doi[d] * vj[d];
-            bmag += std::fabs(doi[d] * vj[d]);
+            dp += Real(doi[d]) * vj[d];
+            bmag += std::fabs(Real(doi[d]) * vj[d]);
           }
           dp *= z;
-          const double ds = pr * (dp - big_d);
-          const double e_ds = tp * pr * (delta * std::fabs(dp - big_d) + z * k_v * u_a * bmag + e_d) +
-                              std::fabs(ds) * ((u_p + table.grad_ds_roundings * u_a) * tp + e_tp);
-          const double dx = std::fabs(ds * tp);
+          const Real ds = pr * (dp - big_d);
+          const Real e_ds = tp * pr * (delta * std::fabs(dp - big_d) + z * k_v * u_a * bmag + e_d) +
+                              tp * sub_acc * std::fabs(dp - big_d) +
+                              std::fabs(ds) * ((u_p + table.grad_ds_roundings * u_a) * tp + e_tp) +
+                              sub_p;
+          const Real dx = std::fabs(ds * tp);
           for (std::int64_t e = 0; e < Dq; ++e) {
             tdq[e] += abs_scale * std::fabs(kj[e]) * (e_ds + ff.k_s * u_a * dx);
             tdk[j * Dq + e] +=
                 abs_scale * std::fabs(qi[e]) * (e_ds + (k_n * u_a + per_head) * dx);
           }
-          const double w = pr * z * (delta + u_p + k_n * u_a + per_head);
+          const Real w =
+              pr * z * (delta + u_p + k_n * u_a + per_head) + (z > 0 ? sub_p + z * sub_acc : 0.0);
           for (std::int64_t d = 0; d < Dv; ++d) tdv[j * Dv + d] += w * std::fabs(doi[d]);
         }
       }
     }
   }
+  for (std::size_t x = 0; x < t.dq.size(); ++x) t.dq[x] = static_cast<double>(acc_dq[x]);
+  for (std::size_t x = 0; x < t.dk.size(); ++x) t.dk[x] = static_cast<double>(acc_dk[x]);
+  for (std::size_t x = 0; x < t.dv.size(); ++x) t.dv[x] = static_cast<double>(acc_dv[x]);
   // Output roundings and the floors.
   for (std::int64_t b = 0; b < B; ++b) {
     const double floor_q = tolerance_factors(po, c, seqlen_kv(p, b), table).floor;

@@ -3,7 +3,6 @@
 #include <cmath>
 
 namespace sdpa::conformance {
-namespace {
 
 double subnormal_spacing(DType t) {
   switch (t) {
@@ -18,8 +17,6 @@ double subnormal_spacing(DType t) {
   }
   return 0;
 }
-
-}  // namespace
 
 ToleranceFactors tolerance_factors(const Problem& p, const PrecisionContract& c, std::int64_t s_b,
                                    const ToleranceTable& table) {

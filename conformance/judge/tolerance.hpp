@@ -53,6 +53,10 @@ struct ToleranceTable {
   double grad_softcap_roundings = 4.0;
 };
 
+// The spacing of the subnormal numbers of a type (2^-149 for f32, 2^-24 for f16, ...): the
+// absolute rounding step below its smallest normal.
+double subnormal_spacing(DType t);
+
 // The resolved factors for one problem and contract.
 struct ToleranceFactors {
   double u_out = 0, u_p = 0, u_acc = 0;  // unit roundoffs

@@ -18,6 +18,7 @@
 
 #include "core/philox.hpp"
 #include "kernels/cpu/cpu_backends.hpp"
+#include "kernels/cpu/flash_backward.hpp"
 #include "kernels/cpu/flash_kernel.hpp"
 #include "kernels/cpu/isa_target.hpp"
 #include "kernels/lowered_problem.hpp"
@@ -43,6 +44,7 @@ Capabilities make_capabilities() {
   c.weights_output = false;
   c.deterministic = true;
   c.batch_invariant = true;
+  c.backward = true;  // flash_backward.cpp
   c.traits.fused_mha = true;
   c.traits.isa_targets = true;
   c.traits.pytorch = PytorchKernel::flash;
@@ -119,6 +121,8 @@ class FlashBackend final : public Backend {
     c.p_type = dtype == DType::bf16 ? DType::bf16 : DType::f32;
     c.online_softmax = true;
     c.key_block = kKeyBlock;
+    // The backward rounds P and dS to the input type before its products (flash_backward.hpp).
+    c.ds_type = dtype == DType::f32 ? DType::f32 : dtype;
     return c;
   }
 
@@ -130,6 +134,10 @@ class FlashBackend final : public Backend {
 
   void run(const Problem& p, const Buffers& buf, const Device& device,
            const RunOptions& options) const override;
+  void run_backward(const Problem& p, const Buffers& forward, const GradientPointers& grads,
+                    const Device&, const RunOptions& options) const override {
+    flash_backward(p, forward, grads, options);
+  }
 };
 
 void FlashBackend::run(const Problem& p, const Buffers& buf, const Device& device,
