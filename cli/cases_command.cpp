@@ -49,16 +49,19 @@ int fill(const Options& opt) {
     if (backend.supports(p, device).ok()) {
       OutputBuffers out = make_outputs(p);
       const InputPointers in = g.inputs.pointers();
-      const Buffers fwd{in.q, in.k, in.v, in.mask, out.o.data(),
+      const Buffers fwd{in.q,
+                        in.k,
+                        in.v,
+                        in.mask,
+                        out.o.data(),
                         p.want_lse ? static_cast<float*>(out.lse.data()) : nullptr,
                         p.want_weights ? out.weights.data() : nullptr};
       backend.run(p, fwd, device, RunOptions{});
       if (p.backward) {  // the gradients for the file's dO, logical like the file's
         GradientBuffers grads = make_gradient_outputs(p);
-        backend.run_backward(p, fwd,
-                             {g.inputs.d_out->data(), grads.dq.data(), grads.dk.data(),
-                              grads.dv.data()},
-                             device, RunOptions{});
+        backend.run_backward(
+            p, fwd, {g.inputs.d_out->data(), grads.dq.data(), grads.dk.data(), grads.dv.data()},
+            device, RunOptions{});
         const auto cuq = cu_seqlens_q(p), cuk = cu_seqlens_kv(p);
         auto logical = [&](const GuardedBuffer& t, const TensorLayout& lay, std::int64_t heads,
                            std::int64_t rows, std::int64_t cols, bool q_side) {

@@ -22,12 +22,12 @@ struct InputPointers {
 
 // Guarded input buffers of a case; gaps and margins keep the poison pattern.
 struct InputBuffers {
-  GuardedBuffer q;                    // Q view
-  GuardedBuffer k;                    // K view
-  GuardedBuffer v;                    // V view
-  std::optional<GuardedBuffer> mask;  // mask view when the problem has a mask tensor
+  GuardedBuffer q;                     // Q view
+  GuardedBuffer k;                     // K view
+  GuardedBuffer v;                     // V view
+  std::optional<GuardedBuffer> mask;   // mask view when the problem has a mask tensor
   std::optional<GuardedBuffer> d_out;  // dO in O's layout (o_view) when the problem is backward
-  InputPointers pointers() const;     // element-0 pointers
+  InputPointers pointers() const;      // element-0 pointers
   // Snapshots every input, so that check_unchanged() finds any later write.
   void snapshot();
   // The first input a kernel modified, or no violation.

@@ -486,20 +486,20 @@ GoldenCase GoldenFile::load(const std::string& id, Outputs outputs) const {
       }
     }
   }
-  GoldenCase out{id,
-                 std::move(c),
-                 InputBuffers{std::move(q), std::move(k), std::move(v), std::move(mask),
-                              std::move(d_out)},
-                 std::move(o),
-                 std::move(lse),
-                 std::move(weights),
-                 has_o,
-                 has_lse,
-                 has_weights,
-                 info().precision_digits,
-                 h5::string_attribute(w, g.get(), "", "family").value_or(""),
-                 h5::string_attribute(w, g.get(), "", "data").value_or(""),
-                 h5::string_attribute(w, g.get(), "", "note").value_or("")};
+  GoldenCase out{
+      id,
+      std::move(c),
+      InputBuffers{std::move(q), std::move(k), std::move(v), std::move(mask), std::move(d_out)},
+      std::move(o),
+      std::move(lse),
+      std::move(weights),
+      has_o,
+      has_lse,
+      has_weights,
+      info().precision_digits,
+      h5::string_attribute(w, g.get(), "", "family").value_or(""),
+      h5::string_attribute(w, g.get(), "", "data").value_or(""),
+      h5::string_attribute(w, g.get(), "", "note").value_or("")};
   out.dq = std::move(dq);
   out.dk = std::move(dk);
   out.dv = std::move(dv);

@@ -53,11 +53,11 @@ struct PrecisionContract {
   std::int64_t key_block = 0;     // keys per block of the online softmax / split (0 = none)
   // The backward's roundings (docs/CONFORMANCE.md, "The gradients' bound"); it accumulates in
   // `accumulate` and recomputes P in it.
-  DType ds_type = DType::f32;          // type P and dS are rounded to before the gradient
-                                       // products (f32 = not rounded; FlashAttention-2 rounds
-                                       // both to the input type)
-  bool dkv_rounded_per_head = false;   // dK, dV of each query head rounded to the input type
-                                       // before the sum over the GQA group (FlashAttention-2)
+  DType ds_type = DType::f32;         // type P and dS are rounded to before the gradient
+                                      // products (f32 = not rounded; FlashAttention-2 rounds
+                                      // both to the input type)
+  bool dkv_rounded_per_head = false;  // dK, dV of each query head rounded to the input type
+                                      // before the sum over the GQA group (FlashAttention-2)
 };
 
 // Where a backend's run() expects its buffers. The judge allocates and guards buffers in

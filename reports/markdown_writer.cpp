@@ -87,8 +87,9 @@ std::string render_markdown(const RunSummary& run, const MarkdownLimits& limits)
 
   // The backward: gradients judged per backend, the worst err/tol of each gradient tensor.
   if (const auto grads = reports::gradient_tallies(run); !grads.empty()) {
-    md += "### Backward (dQ, dK, dV)\n\n| backend | judged | passed | worst dq | worst dk | worst dv "
-          "| nondeterministic |\n|---|--:|--:|--:|--:|--:|--:|\n";
+    md +=
+        "### Backward (dQ, dK, dV)\n\n| backend | judged | passed | worst dq | worst dk | worst dv "
+        "| nondeterministic |\n|---|--:|--:|--:|--:|--:|--:|\n";
     for (const auto& [name, t] : grads) {
       auto worst = [&](const char* k) {
         const auto it = t.worst.find(k);

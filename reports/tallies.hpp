@@ -57,10 +57,10 @@ std::map<std::string, std::map<std::string, FeatureCell>> feature_matrix(const R
 // "dq" tensor ratio), the worst err/tol per gradient tensor over them, and how many gave
 // different bytes at two thread counts.
 struct GradientTally {
-  std::int64_t judged = 0;            // records with judged gradients
-  std::int64_t passed = 0;            // of which PASS or QUALITY_WARNING
+  std::int64_t judged = 0;              // records with judged gradients
+  std::int64_t passed = 0;              // of which PASS or QUALITY_WARNING
   std::map<std::string, double> worst;  // "dq", "dk", "dv" -> worst ratio (NaN ranks first)
-  std::int64_t nondeterministic = 0;  // records whose backward bits followed the thread count
+  std::int64_t nondeterministic = 0;    // records whose backward bits followed the thread count
 };
 // Per backend (sorted by name), for backends with at least one judged backward.
 std::map<std::string, GradientTally> gradient_tallies(const RunSummary& run);

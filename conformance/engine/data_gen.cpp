@@ -346,7 +346,8 @@ InputBuffers make_inputs(const Case& c) {
   const Params prm = make_params(p, g->kind, c.data.seed);
   InputBuffers in{make_tensor("q", p, q_view(p), p.q.base_offset, TensorId::q, prm),
                   make_tensor("k", p, k_view(p), p.k.base_offset, TensorId::k, prm),
-                  make_tensor("v", p, v_view(p), p.v.base_offset, TensorId::v, prm), std::nullopt, std::nullopt};
+                  make_tensor("v", p, v_view(p), p.v.base_offset, TensorId::v, prm), std::nullopt,
+                  std::nullopt};
   if (p.mask != MaskKind::none) in.mask.emplace(make_mask(p, prm));
   if (g->kind == Kind::nan_beyond) plant_nan_beyond(p, in);
   if (g->kind == Kind::nan_q) plant_nan_q(p, in, c.data.seed);
@@ -354,10 +355,11 @@ InputBuffers make_inputs(const Case& c) {
     // dO: approx. N(0, 1) for every generator (the adversarial data is in Q, K, V and the
     // mask); its own Philox stream, so a case's forward inputs do not change with `bwd`.
     GuardedBuffer d_out("d_out", dtype_size(p.dtype), o_view(p), p.o.base_offset);
-    for_each_element(o_view(p), [&](auto, auto, auto, auto, std::uint64_t linear, std::int64_t off) {
-      store_from_double(p.dtype, d_out.data(), off,
-                        approx_normal(draw(c.data.seed, TensorId::d_out, linear, 0)));
-    });
+    for_each_element(
+        o_view(p), [&](auto, auto, auto, auto, std::uint64_t linear, std::int64_t off) {
+          store_from_double(p.dtype, d_out.data(), off,
+                            approx_normal(draw(c.data.seed, TensorId::d_out, linear, 0)));
+        });
     in.d_out.emplace(std::move(d_out));
   }
   in.snapshot();

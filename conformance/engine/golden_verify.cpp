@@ -6,8 +6,8 @@
 
 #include "conformance/judge/gradient_tolerance.hpp"
 #include "conformance/judge/magnitudes.hpp"
-#include "reference/sdpa_backward.hpp"
 #include "core/guarded_buffer.hpp"
+#include "reference/sdpa_backward.hpp"
 
 namespace sdpa::conformance {
 
@@ -128,7 +128,8 @@ Agreement compare_with_reference(const GoldenCase& g, reference::Precision preci
         for (std::int64_t h = 0; h < t.heads; ++h)
           for (std::int64_t i = 0; i < t.rows; ++i)
             for (std::int64_t e = 0; e < t.cols; ++e) {
-              const auto x = static_cast<std::size_t>(((b * t.heads + h) * t.rows + i) * t.cols + e);
+              const auto x =
+                  static_cast<std::size_t>(((b * t.heads + h) * t.rows + i) * t.cols + e);
               const double mag = t.bound[x] / kU;  // the f64 bound in units of 2^-53
               const double c = agreement(t.ref[x], t.gold[x], unit * mag, &kind);
               note(c, t.ref[x], t.gold[x], index_text(t.name, {b, h, i, e}), &a.gradients,
@@ -253,8 +254,7 @@ Agreement compare_mha_with_reference(const MhaGoldenCase& g, int threads) {
 
 CaseOutcome judge_backend(const Backend& backend, GoldenCase& g, const Device& device,
                           const RunOptions& options, const ToleranceTable& table) {
-  ExpectedValues expected{&g.o, &g.lse, g.has_weights ? &g.weights : nullptr,
-                          g.precision_digits};
+  ExpectedValues expected{&g.o, &g.lse, g.has_weights ? &g.weights : nullptr, g.precision_digits};
   if (g.has_gradients) {
     expected.dq = &g.dq;
     expected.dk = &g.dk;

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <utility>
 #include <sstream>
+#include <utility>
 
 #include "conformance/judge/gradient_tolerance.hpp"
 #include "reference/sdpa_backward.hpp"
@@ -51,17 +51,18 @@ GradientOutcome judge_gradients(const Backend& backend, const Problem& p, InputB
   RunOptions other = options;
   other.threads = options.threads == 1 ? 3 : 1;
   try {
-    for (auto [g, o] : {std::pair{&grads, &options}, std::pair{&again, static_cast<const RunOptions*>(&other)}}) {
-      backend.run_backward(p, forward,
-                           GradientPointers{in.d_out->data(), g->dq.data(), g->dk.data(),
-                                            g->dv.data()},
-                           device, *o);
+    for (auto [g, o] :
+         {std::pair{&grads, &options}, std::pair{&again, static_cast<const RunOptions*>(&other)}}) {
+      backend.run_backward(
+          p, forward, GradientPointers{in.d_out->data(), g->dq.data(), g->dk.data(), g->dv.data()},
+          device, *o);
     }
   } catch (const std::exception& e) {
     return failed(std::string("the backward threw after supports() accepted: ") + e.what());
   }
   if (auto v = in.check_unchanged()) return failed(v.message);
-  if (auto v = outputs.o.check_unchanged()) return failed("the backward wrote its input O: " + v.message);
+  if (auto v = outputs.o.check_unchanged())
+    return failed("the backward wrote its input O: " + v.message);
   if (auto v = outputs.lse.check_unchanged()) {
     return failed("the backward wrote its input LSE: " + v.message);
   }
@@ -72,7 +73,9 @@ GradientOutcome judge_gradients(const Backend& backend, const Problem& p, InputB
     if (differs.empty() && !std::equal(a->region(), a->region() + a->region_size(), b->region()))
       differs = a == &grads.dq ? "dq" : a == &grads.dk ? "dk" : "dv";
   }
-  const auto threads_text = [](int t) { return t > 0 ? std::to_string(t) : std::string("default"); };
+  const auto threads_text = [](int t) {
+    return t > 0 ? std::to_string(t) : std::string("default");
+  };
   if (!differs.empty() && backend.capabilities().deterministic) {
     return failed("the backward is not bitwise deterministic although the backend declares it: " +
                   differs + " differs between " + threads_text(options.threads) + " and " +
@@ -81,8 +84,8 @@ GradientOutcome judge_gradients(const Backend& backend, const Problem& p, InputB
 
   const std::vector<double> d_out = logical_d_out(p, *in.d_out);
   const reference::Gradients exact = reference::run_sdpa_backward(p, in.pointers(), d_out);
-  GradientTolerances tol = gradient_tolerances(p, in.pointers(), d_out, ref, exact,
-                                               backend.precision(p.dtype), table);
+  GradientTolerances tol =
+      gradient_tolerances(p, in.pointers(), d_out, ref, exact, backend.precision(p.dtype), table);
   const bool from_file = expected && expected->dq && expected->dk && expected->dv;
   if (from_file) {
     if (const double cap = kCaptureUlps * capture_unit(expected->precision_digits); cap > 0) {
@@ -90,8 +93,8 @@ GradientOutcome judge_gradients(const Backend& backend, const Problem& p, InputB
       f64.accumulate = f64.p_type = f64.ds_type = DType::f64;
       const GradientTolerances m =
           gradient_tolerances(p, in.pointers(), d_out, ref, exact, f64, table, DType::f64);
-      for (auto [t, mt] : {std::pair{&tol.dq, &m.dq}, std::pair{&tol.dk, &m.dk},
-                           std::pair{&tol.dv, &m.dv}}) {
+      for (auto [t, mt] :
+           {std::pair{&tol.dq, &m.dq}, std::pair{&tol.dk, &m.dk}, std::pair{&tol.dv, &m.dv}}) {
         for (std::size_t x = 0; x < t->size(); ++x) (*t)[x] += cap * (*mt)[x] / 0x1p-53;
       }
     }

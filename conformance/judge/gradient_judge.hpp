@@ -17,11 +17,11 @@
 namespace sdpa::conformance {
 
 struct GradientOutcome {
-  Status status = Status::pass;         // PASS or FAIL
-  std::string message;                  // why it failed
-  double worst_ratio = 0;               // largest |error| / tolerance over dQ, dK, dV
-  std::string worst_where;              // "dk[b,h,j,e] = ..." of the worst ratio
-  double max_abs_error = 0;             // largest |kernel - exact| over the gradients
+  Status status = Status::pass;          // PASS or FAIL
+  std::string message;                   // why it failed
+  double worst_ratio = 0;                // largest |error| / tolerance over dQ, dK, dV
+  std::string worst_where;               // "dk[b,h,j,e] = ..." of the worst ratio
+  double max_abs_error = 0;              // largest |kernel - exact| over the gradients
   std::map<std::string, double> ratios;  // worst ratio per tensor: "dq", "dk", "dv"
   // The backward ran a second time at another thread count and its gradients' bytes differed
   // (a FAIL when the backend declares determinism; else recorded: the training profile

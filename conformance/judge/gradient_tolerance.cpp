@@ -100,14 +100,13 @@ GradientTolerances gradient_tolerances(const Problem& p, const InputPointers& in
           dp *= z;
           const Real ds = pr * (dp - big_d);
           const Real e_ds = tp * pr * (delta * std::fabs(dp - big_d) + z * k_v * u_a * bmag + e_d) +
-                              tp * sub_acc * std::fabs(dp - big_d) +
-                              std::fabs(ds) * ((u_p + table.grad_ds_roundings * u_a) * tp + e_tp) +
-                              sub_p;
+                            tp * sub_acc * std::fabs(dp - big_d) +
+                            std::fabs(ds) * ((u_p + table.grad_ds_roundings * u_a) * tp + e_tp) +
+                            sub_p;
           const Real dx = std::fabs(ds * tp);
           for (std::int64_t e = 0; e < Dq; ++e) {
             tdq[e] += abs_scale * std::fabs(kj[e]) * (e_ds + ff.k_s * u_a * dx);
-            tdk[j * Dq + e] +=
-                abs_scale * std::fabs(qi[e]) * (e_ds + (k_n * u_a + per_head) * dx);
+            tdk[j * Dq + e] += abs_scale * std::fabs(qi[e]) * (e_ds + (k_n * u_a + per_head) * dx);
           }
           const Real w =
               pr * z * (delta + u_p + k_n * u_a + per_head) + (z > 0 ? sub_p + z * sub_acc : 0.0);

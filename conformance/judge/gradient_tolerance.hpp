@@ -19,16 +19,18 @@
 // plus the rounding of its accumulation (k_N = safety sqrt(N), N = S_b for dQ and L_b times
 // the group size for dK, dV), its output rounding u_out |g| and the floor:
 //
-//   tol_dQ(i, e) = |scale| sum_j (|K_je| e_dS(ij) + k_S u_a |dS_ij t'_ij K_je|) + u_out |dQ_ie| + floor
-//   tol_dK(j, e) = |scale| sum_i (|Q_ie| e_dS(ij) + k_N u_a |dS_ij t'_ij Q_ie|) + u_out |dK_je| + floor
-//   tol_dV(j, d) = sum_i P_ij z_ij |dO_id| (delta_ij + u_p + k_N u_a) + u_out |dV_jd| + floor
+//   tol_dQ(i, e) = |scale| sum_j (|K_je| e_dS(ij) + k_S u_a |dS_ij t'_ij K_je|) + u_out |dQ_ie| +
+//   floor tol_dK(j, e) = |scale| sum_i (|Q_ie| e_dS(ij) + k_N u_a |dS_ij t'_ij Q_ie|) + u_out
+//   |dK_je| + floor tol_dV(j, d) = sum_i P_ij z_ij |dO_id| (delta_ij + u_p + k_N u_a) + u_out
+//   |dV_jd| + floor
 //
 // Rounding below a type's smallest normal is absolute: P, computed in the accumulation type,
 // carries up to half its subnormal spacing (s_a / 2: adds t' |dP - D| s_a / 2 to e_dS and
 // z s_a / 2 to each dV term's weight, as the forward's u_sub term does for O), and with P and
 // dS rounded to a narrower type (u_p > 0) each rounded operand half that type's spacing too
 // (added to e_dS, and to each dV term's weight). A contract with per-head
-// rounding of dK and dV before the group sum adds u_out times each head's terms. The constants are the forward's table (ToleranceTable), with its version.
+// rounding of dK and dV before the group sum adds u_out times each head's terms. The constants are
+// the forward's table (ToleranceTable), with its version.
 #pragma once
 
 #include <optional>

@@ -221,8 +221,8 @@ CaseOutcome judge(const Backend& backend, const Problem& p, InputBuffers& in, co
   }
   if (p.backward) {
     if (!in.d_out) throw std::invalid_argument("a backward case's inputs have no dO");
-    const GradientOutcome g =
-        judge_gradients(backend, p, in, outputs, placed->get(), ref, device, options, table, expected);
+    const GradientOutcome g = judge_gradients(backend, p, in, outputs, placed->get(), ref, device,
+                                              options, table, expected);
     out.tensor_ratios.insert(g.ratios.begin(), g.ratios.end());
     if (g.worst_ratio > out.worst_ratio) {
       out.worst_ratio = g.worst_ratio;

@@ -202,9 +202,8 @@ typedef struct sdpa_cts_backend {
    * wrote params->o and params->lse, which are inputs here (never written). Called after
    * supports() accepted the problem and run() succeeded; returns like run(). The host calls
    * it twice, at two thread counts, and compares the bytes (docs/SEMANTICS.md, "Backward"). */
-  int32_t (*run_backward)(void* state, const sdpa_cts_params* params,
-                          const sdpa_cts_device* device, int32_t threads, char* error,
-                          size_t error_size);
+  int32_t (*run_backward)(void* state, const sdpa_cts_params* params, const sdpa_cts_device* device,
+                          int32_t threads, char* error, size_t error_size);
 } sdpa_cts_backend;
 
 /* What sdpa_cts_plugin_entry returns. abi_major and abi_minor are its first two fields in

@@ -42,7 +42,8 @@ double dot64(const float* a, const float* b, i64 n) {
 }
 
 void load(DType type, const void* src, i64 off, i64 stride, i64 n, float* dst) {
-  for (i64 e = 0; e < n; ++e) dst[e] = static_cast<float>(load_as_double(type, src, off + e * stride));
+  for (i64 e = 0; e < n; ++e)
+    dst[e] = static_cast<float>(load_as_double(type, src, off + e * stride));
 }
 
 void store(DType type, void* dst, i64 off, i64 stride, i64 n, const double* src, double factor) {
@@ -97,7 +98,8 @@ bool pair_terms(const Context& c, i64 b, i64 h, i64 i, i64 j, const float* q, co
     tp = 1 - t * t;
   }
   if (p.mask == MaskKind::boolean) {
-    if (static_cast<const std::uint8_t*>(c.fwd.mask)[c.g.mask_row(b, h, i) + j * c.g.mstride[3]] == 0)
+    if (static_cast<const std::uint8_t*>(c.fwd.mask)[c.g.mask_row(b, h, i) + j * c.g.mstride[3]] ==
+        0)
       return false;
   } else if (p.mask == MaskKind::additive) {
     const float bias = static_cast<float>(
@@ -196,8 +198,13 @@ void row_block(const Context& c, i64 b, i64 h, i64 i0, i64 i1) {
 void flash_backward(const Problem& p, const Buffers& forward, const GradientPointers& grads,
                     const RunOptions& options) {
   const Geometry g(p);
-  Context c{p, g, forward, grads, static_cast<float>(effective_scale(p)),
-            static_cast<float>(p.dropout_p > 0 ? 1.0 / (1.0 - p.dropout_p) : 1.0), {}};
+  Context c{p,
+            g,
+            forward,
+            grads,
+            static_cast<float>(effective_scale(p)),
+            static_cast<float>(p.dropout_p > 0 ? 1.0 / (1.0 - p.dropout_p) : 1.0),
+            {}};
   const i64 B = p.batch, H = p.heads_q, Hkv = p.heads_kv, L = p.len_q, S = p.len_kv;
   const i64 dq = p.head_dim_qk, dv = p.head_dim_v;
   const int threads = thread_count(options);

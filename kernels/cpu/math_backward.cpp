@@ -39,7 +39,8 @@ void load(DType type, const void* src, std::int64_t off, std::int64_t stride, st
 
 void store(DType type, void* dst, std::int64_t off, std::int64_t stride, std::int64_t n,
            const double* src, double factor) {
-  for (std::int64_t e = 0; e < n; ++e) store_from_double(type, dst, off + e * stride, src[e] * factor);
+  for (std::int64_t e = 0; e < n; ++e)
+    store_from_double(type, dst, off + e * stride, src[e] * factor);
 }
 
 void zero(DType type, void* dst, std::int64_t off, std::int64_t stride, std::int64_t n) {
@@ -87,8 +88,8 @@ RowResult compute_row(const Problem& p, const Geometry& g, const Buffers& fwd,
       const auto* m = static_cast<const std::uint8_t*>(fwd.mask);
       if (m[g.mask_row(b, h, i) + j * g.mstride[3]] == 0) x = kNegInf;
     } else if (p.mask == MaskKind::additive) {
-      const T bias = static_cast<T>(
-          load_as_double(p.dtype, fwd.mask, g.mask_row(b, h, i) + j * g.mstride[3]));
+      const T bias =
+          static_cast<T>(load_as_double(p.dtype, fwd.mask, g.mask_row(b, h, i) + j * g.mstride[3]));
       x = bias == kNegInf ? kNegInf : x + bias;  // a -inf bias masks even a NaN logit
     }
     w.s[j] = x;
@@ -138,7 +139,9 @@ template <typename T>
 void backward_group(const Problem& p, const Geometry& g, const Buffers& fwd,
                     const GradientPointers& grads, std::int64_t b, std::int64_t hk) {
   const std::int64_t lb = g.lq(b), sb = g.skv(b), dq = p.head_dim_qk, dv = p.head_dim_v;
-  const auto n = [](std::int64_t x) { return static_cast<std::size_t>(std::max<std::int64_t>(x, 1)); };
+  const auto n = [](std::int64_t x) {
+    return static_cast<std::size_t>(std::max<std::int64_t>(x, 1));
+  };
   GroupInputs<T> in{std::vector<T>(n(sb * dq)), std::vector<T>(n(sb * dv))};
   GroupInputs<double> in64;  // widened on the first row that overflows
   for (std::int64_t j = 0; j < sb; ++j) {

@@ -14,22 +14,22 @@ namespace sdpa::conformance {
 
 // One (case, backend) verdict.
 struct CaseRecord {
-  std::string case_id;                // canonical case ID
-  std::string backend;                // backend name, e.g. "cpu.flash"
-  std::string device;                 // device name the backend ran on (or was judged for)
-  std::string simd_target;            // forced SIMD target, "" = the backend's best
-  int threads = 0;                    // OpenMP threads the backend ran with
-  Status status = Status::pass;       // verdict
-  std::string message;                // reasons / worst element / error text
-  double max_abs_error = 0;           // largest |kernel - reference| over O
-  double nmse = 0;                    // normalised mean squared error of O (information only)
-  double worst_ratio = 0;             // largest error / tolerance (<= 1 passes)
-  std::string worst_where;            // where the worst ratio occurred
+  std::string case_id;           // canonical case ID
+  std::string backend;           // backend name, e.g. "cpu.flash"
+  std::string device;            // device name the backend ran on (or was judged for)
+  std::string simd_target;       // forced SIMD target, "" = the backend's best
+  int threads = 0;               // OpenMP threads the backend ran with
+  Status status = Status::pass;  // verdict
+  std::string message;           // reasons / worst element / error text
+  double max_abs_error = 0;      // largest |kernel - reference| over O
+  double nmse = 0;               // normalised mean squared error of O (information only)
+  double worst_ratio = 0;        // largest error / tolerance (<= 1 passes)
+  std::string worst_where;       // where the worst ratio occurred
   std::map<std::string, double> tensor_ratios;  // worst ratio per judged part: "forward",
                                                 // and "dq", "dk", "dv" for a backward case
-  bool nondeterministic_backward = false;  // the backward's gradient bytes differed between
-                                           // two thread counts (no determinism declared)
-  double seconds = 0;                 // wall time of the backend run plus judging
+  bool nondeterministic_backward = false;       // the backward's gradient bytes differed between
+                                                // two thread counts (no determinism declared)
+  double seconds = 0;                           // wall time of the backend run plus judging
   std::vector<std::string> features;  // feature tags of the case: "dtype=bf16", "causal=br", ...
   std::string repro;                  // paste-able command reproducing this record
   std::string expected;  // the known-failure entry (--expect) matching it: "reason [issue]";

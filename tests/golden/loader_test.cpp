@@ -258,8 +258,10 @@ TEST_F(GoldenLoader, BackwardCasesCarryDoutAndTheGradients) {
     ASSERT_TRUE(g.inputs.d_out.has_value()) << id;
     EXPECT_EQ(g.inputs.d_out->view().shape, o_view(p).shape) << id;
     EXPECT_EQ(g.dq.size(), static_cast<std::size_t>(p.batch * p.heads_q * p.len_q * p.head_dim_qk));
-    EXPECT_EQ(g.dk.size(), static_cast<std::size_t>(p.batch * p.heads_kv * p.len_kv * p.head_dim_qk));
-    EXPECT_EQ(g.dv.size(), static_cast<std::size_t>(p.batch * p.heads_kv * p.len_kv * p.head_dim_v));
+    EXPECT_EQ(g.dk.size(),
+              static_cast<std::size_t>(p.batch * p.heads_kv * p.len_kv * p.head_dim_qk));
+    EXPECT_EQ(g.dv.size(),
+              static_cast<std::size_t>(p.batch * p.heads_kv * p.len_kv * p.head_dim_v));
   }
   // The smoke set is version 1 and has no backward case.
   const GoldenFile smoke(smoke_path());

@@ -362,9 +362,10 @@ TEST_P(CpuBitwise, BackwardSameBitsAtAnyThreadCountAndRun) {
   if (!b.capabilities().backward) GTEST_SKIP() << b.name() << " has no backward pass";
   ASSERT_TRUE(b.capabilities().deterministic) << b.name() << ": a backward must be deterministic";
   int compared = 0;
-  for (const char* id : {"b2.hq8.hkv2.l130.s200.dqk40.dv24.f32.causal=br.mask=add.lse.bwd.seed3",
-                         "b1.hq4.hkv1.l64.s300.dqk64.bf16.p0.2.dseed5.lse.bwd.seed4",
-                         "b3.hq2.l33.s600.dqk32.f32.qlen=33_5_17.kvlen=600_9_300.packed.lse.bwd.seed5"}) {
+  for (const char* id :
+       {"b2.hq8.hkv2.l130.s200.dqk40.dv24.f32.causal=br.mask=add.lse.bwd.seed3",
+        "b1.hq4.hkv1.l64.s300.dqk64.bf16.p0.2.dseed5.lse.bwd.seed4",
+        "b3.hq2.l33.s600.dqk32.f32.qlen=33_5_17.kvlen=600_9_300.packed.lse.bwd.seed5"}) {
     const Case c = parse_case_id_or_throw(id);
     const Problem& p = c.problem;
     ASSERT_TRUE(b.supports(p, cpu()).ok()) << id;
@@ -373,8 +374,10 @@ TEST_P(CpuBitwise, BackwardSameBitsAtAnyThreadCountAndRun) {
     for (int threads : {1, 2, 3, 2}) {
       OutputBuffers out = make_outputs(p);
       GradientBuffers g = make_gradient_outputs(p);
-      const Buffers fwd{in.q.data(), in.k.data(), in.v.data(), in.mask ? in.mask->data() : nullptr,
-                        out.o.data(), static_cast<float*>(out.lse.data()), nullptr};
+      const Buffers fwd{in.q.data(),  in.k.data(),
+                        in.v.data(),  in.mask ? in.mask->data() : nullptr,
+                        out.o.data(), static_cast<float*>(out.lse.data()),
+                        nullptr};
       b.run(p, fwd, cpu(), RunOptions{threads});
       b.run_backward(p, fwd, {in.d_out->data(), g.dq.data(), g.dk.data(), g.dv.data()}, cpu(),
                      RunOptions{threads});
@@ -384,8 +387,8 @@ TEST_P(CpuBitwise, BackwardSameBitsAtAnyThreadCountAndRun) {
       runs.push_back(std::move(bytes));
     }
     for (std::size_t r = 1; r < runs.size(); ++r)
-      EXPECT_TRUE(runs[r] == runs[0]) << b.name() << " " << id << ": run " << r
-                                      << " (threads 2, 3, 2) differs from 1 thread";
+      EXPECT_TRUE(runs[r] == runs[0])
+          << b.name() << " " << id << ": run " << r << " (threads 2, 3, 2) differs from 1 thread";
     ++compared;
   }
   EXPECT_GT(compared, 0);

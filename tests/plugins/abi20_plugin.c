@@ -38,8 +38,8 @@ static void supports(void* state, const sdpa_cts_params* p, const sdpa_cts_devic
   (void)context;
 }
 
-static int32_t run(void* state, const sdpa_cts_params* p, const sdpa_cts_device* d,
-                   int32_t threads, char* error, size_t error_size) {
+static int32_t run(void* state, const sdpa_cts_params* p, const sdpa_cts_device* d, int32_t threads,
+                   char* error, size_t error_size) {
   (void)state;
   (void)d;
   (void)threads;
@@ -64,9 +64,17 @@ static const backend_abi20 kBackends[] = {{
 }};
 
 static const sdpa_cts_plugin kPlugin = {
-    2, 0, sizeof(sdpa_cts_params), sizeof(sdpa_cts_device), sizeof(sdpa_cts_capabilities),
-    (uint32_t)offsetof(sdpa_cts_precision, ds_type), sizeof(backend_abi20),
-    "sdpa-cts-abi20", "2.0.0", 1, (const sdpa_cts_backend*)(const void*)kBackends,
+    2,
+    0,
+    sizeof(sdpa_cts_params),
+    sizeof(sdpa_cts_device),
+    sizeof(sdpa_cts_capabilities),
+    (uint32_t)offsetof(sdpa_cts_precision, ds_type),
+    sizeof(backend_abi20),
+    "sdpa-cts-abi20",
+    "2.0.0",
+    1,
+    (const sdpa_cts_backend*)(const void*)kBackends,
 };
 
 SDPA_CTS_PLUGIN_EXPORT const sdpa_cts_plugin* sdpa_cts_plugin_entry(uint32_t host_abi_major,

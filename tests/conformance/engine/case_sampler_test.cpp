@@ -88,10 +88,13 @@ TEST(CaseSampler, EveryFamilyAppears) {
     for (DType t : o.dtypes) see(p.dtype == t, dtype_name(t).data());
     seen.insert("gen=" + c.data.generator);
   }
-  for (const char* f : {"bool mask", "additive mask", "mask broadcast", "causal tl", "causal br",
-                        "window",    "gqa",           "padded",         "packed",    "dropout",
-                        "softcap",   "scale",         "dv != dqk",      "bshd",      "offset",
-                        "lse",       "weights",       "backward",       "decode",    "f64",  "f32",
+  for (const char* f : {"bool mask", "additive mask", "mask broadcast",
+                        "causal tl", "causal br",     "window",
+                        "gqa",       "padded",        "packed",
+                        "dropout",   "softcap",       "scale",
+                        "dv != dqk", "bshd",          "offset",
+                        "lse",       "weights",       "backward",
+                        "decode",    "f64",           "f32",
                         "f16",       "bf16"}) {
     EXPECT_TRUE(seen.count(f)) << f;
   }

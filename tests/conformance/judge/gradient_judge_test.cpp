@@ -46,7 +46,8 @@ class GradFake : public Backend {
     check_capabilities(caps_, p, d, s);
     return s;
   }
-  void run(const Problem& p, const Buffers& b, const Device& d, const RunOptions& o) const override {
+  void run(const Problem& p, const Buffers& b, const Device& d,
+           const RunOptions& o) const override {
     forward_.run(p, b, d, o);
   }
   void run_backward(const Problem& p, const Buffers& f, const GradientPointers& g, const Device&,
@@ -60,8 +61,9 @@ class GradFake : public Backend {
       for (std::int64_t h = 0; h < H; ++h)
         for (std::int64_t i = 0; i < seqlen_q(p, b); ++i)
           for (std::int64_t d = 0; d < Dv; ++d)
-            d_out[static_cast<std::size_t>(((b * H + h) * L + i) * Dv + d)] = load_as_double(
-                p.dtype, g.d_out, element_offset(p.o, p.packed, b, h, p.packed ? cuq[b] + i : i, d));
+            d_out[static_cast<std::size_t>(((b * H + h) * L + i) * Dv + d)] =
+                load_as_double(p.dtype, g.d_out,
+                               element_offset(p.o, p.packed, b, h, p.packed ? cuq[b] + i : i, d));
     const reference::Gradients r = reference::run_sdpa_backward(p, {f.q, f.k, f.v, f.mask}, d_out);
     auto write = [&](void* dst, const TensorLayout& t, const std::vector<double>& src,
                      std::int64_t heads, std::int64_t rows, std::int64_t cols, bool q_side,
@@ -72,13 +74,14 @@ class GradFake : public Backend {
         for (std::int64_t h = 0; h < heads; ++h)
           for (std::int64_t i = 0; i < (p.packed ? valid : rows); ++i)
             for (std::int64_t e = 0; e < cols; ++e) {
-              const bool last = b == B - 1 && h == heads - 1 && i == (p.packed ? valid : rows) - 1 &&
-                                e == cols - 1;
+              const bool last = b == B - 1 && h == heads - 1 &&
+                                i == (p.packed ? valid : rows) - 1 && e == cols - 1;
               if (fault_ == GradFault::unwritten_dq && q_side && last) continue;
               double x = src[static_cast<std::size_t>(((b * heads + h) * rows + i) * cols + e)];
-              const bool planted = b == plant_.b && h == plant_.h && i == plant_.row &&
-                                   e == plant_.col;
-              if (fault_ == GradFault::moved && planted && std::string(name) == "dk") x += plant_.delta;
+              const bool planted =
+                  b == plant_.b && h == plant_.h && i == plant_.row && e == plant_.col;
+              if (fault_ == GradFault::moved && planted && std::string(name) == "dk")
+                x += plant_.delta;
               if (fault_ == GradFault::nan_dv && planted && std::string(name) == "dv") x = NAN;
               // A sum whose order follows the thread count: one unit in the last place of
               // the planted dK element moves with it (within the bound).
@@ -108,13 +111,15 @@ CaseOutcome judge_case(const Backend& backend, const char* id) {
   return judge(backend, c.problem, in, detect_cpu(), RunOptions{});
 }
 
-constexpr const char* kCase = "b2.hq4.hkv2.l13.s29.dqk16.dv8.f32.causal=br.lse.bwd.seed3.gen=normal";
+constexpr const char* kCase =
+    "b2.hq4.hkv2.l13.s29.dqk16.dv8.f32.causal=br.lse.bwd.seed3.gen=normal";
 
 TEST(GradientJudge, ExactGradientsPassOnEveryBackwardFeature) {
   const GradFake backend(GradFault::none);
   for (const char* id :
        {kCase, "b1.hq2.l9.s17.dqk8.dv4.f64.lse.bwd.seed1.gen=normal",
-        "b2.hq2.l24.s40.dqk32.bf16.causal=br.mask=add.softcap=10.p0.2.dseed1.lse.bwd.seed57.gen=normal",
+        "b2.hq2.l24.s40.dqk32.bf16.causal=br.mask=add.softcap=10.p0.2.dseed1.lse.bwd.seed57.gen="
+        "normal",
         "b3.hq2.l33.s41.dqk32.f16.qlen=33_1_0.kvlen=0_41_17.packed.lse.bwd.seed53.gen=normal",
         "b3.hq2.l33.s41.dqk32.f32.qlen=33_1_0.kvlen=0_41_17.lse.bwd.seed53.gen=normal",
         "b2.hq4.hkv2.l33.s47.dqk40.dv24.f32.lay=bshd.gap=2.off=3.lse.bwd.seed58.gen=normal",
@@ -153,7 +158,8 @@ TEST(GradientJudge, AnErrorBeyondTheBoundFailsAndWithinItPasses) {
   const CaseOutcome beyond = judge_case(GradFake(GradFault::moved, {0, 0, 5, 3, 3 * bound}), kCase);
   EXPECT_EQ(beyond.status, Status::fail) << beyond.message;
   EXPECT_NE(beyond.message.find("dk[0,0,5,3]"), std::string::npos) << beyond.message;
-  const CaseOutcome within = judge_case(GradFake(GradFault::moved, {0, 0, 5, 3, 0.3 * bound}), kCase);
+  const CaseOutcome within =
+      judge_case(GradFake(GradFault::moved, {0, 0, 5, 3, 0.3 * bound}), kCase);
   EXPECT_EQ(within.status, Status::pass) << within.message;
 }
 

@@ -48,8 +48,8 @@ TEST(BackwardReference, KeyGradientsSumToZeroWithoutSoftcap) {
     const reference::Result r = reference::run_sdpa(p, in.pointers());
     PrecisionContract f64;
     f64.accumulate = f64.p_type = f64.ds_type = DType::f64;
-    const GradientTolerances t = gradient_tolerances(p, in.pointers(), d_out, r, g, f64, {},
-                                                     DType::f64);
+    const GradientTolerances t =
+        gradient_tolerances(p, in.pointers(), d_out, r, g, f64, {}, DType::f64);
     const std::int64_t S = p.len_kv, Dq = p.head_dim_qk;
     for (std::int64_t bg = 0; bg < p.batch * p.heads_kv; ++bg)
       for (std::int64_t e = 0; e < Dq; ++e) {
@@ -76,7 +76,8 @@ double numeric_gradient(const Problem& p, InputBuffers& in, GuardedBuffer& t, st
   double* x = static_cast<double*>(t.data()) + off;
   const double x0 = *x, h = 1e-6 * std::max(1.0, std::fabs(x0));
   auto loss = [&] {
-    const reference::Result r = reference::run_sdpa(p, in.pointers(), reference::Precision::binary128);
+    const reference::Result r =
+        reference::run_sdpa(p, in.pointers(), reference::Precision::binary128);
     __float128 l = 0;
     for (std::size_t k = 0; k < d_out.size(); ++k) l += __float128(d_out[k]) * __float128(r.o[k]);
     return l;
