@@ -6,13 +6,12 @@ Golden backward cases take finite inputs only (a NaN's reach is the C++ tests' s
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 from mpmath import mp, mpf
 
 import sdpa_math as sm
-from cases import Prob, _allowed
+from cases import Prob, row_logits
 
 
 def compute_backward(pr: Prob, t):
@@ -42,41 +41,18 @@ def compute_backward(pr: Prob, t):
             q0 = cuq[b] if pr.packed else 0
             k0 = cuk[b] if pr.packed else 0
             for hk in range(Hkv):
-                krows = [[mpf(float(x)) for x in k[qb, hk, k0 + j]] for j in range(sb)]
+                krows_f = [list(map(float, k[qb, hk, k0 + j])) for j in range(sb)]
+                krows = [[mpf(x) for x in r] for r in krows_f]
                 vrows = [[mpf(float(x)) for x in v[qb, hk, k0 + j]] for j in range(sb)]
                 acc_k = [[mpf(0)] * Dq for _ in range(sb)]
                 acc_v = [[mpf(0)] * Dv for _ in range(sb)]
                 for h in range(hk * group, (hk + 1) * group):
                     for i in range(lb):
-                        qi = [mpf(float(x)) for x in q[qb, h, q0 + i]]
+                        qf = list(map(float, q[qb, h, q0 + i]))
+                        qi = [mpf(x) for x in qf]
                         doi = [mpf(float(x)) for x in d_o[qb, h, q0 + i]]
-                        att, logits, tprime = [], [], []
-                        for j in range(sb):
-                            if not _allowed(pr, i, j, lb, sb):
-                                continue
-                            bias = None
-                            if m is not None:
-                                mi = tuple(0 if c in pr.mbc else x
-                                           for c, x in zip("bhls", (b, h, i, j)))
-                                mv = float(m[mi])
-                                if pr.mask == "bool":
-                                    if mv == 0:
-                                        continue
-                                elif mv == -math.inf:
-                                    continue
-                                else:
-                                    bias = mv
-                            s = scale * mp.fdot(qi, krows[j]) if Dq else mpf(0)
-                            tp = mpf(1)
-                            if pr.softcap:
-                                th = mp.tanh(s / cap)
-                                s = cap * th
-                                tp = 1 - th * th
-                            if bias is not None:
-                                s = s + mpf(bias)
-                            att.append(j)
-                            logits.append(s)
-                            tprime.append(tp)
+                        att, logits, tprime = row_logits(pr, m, b, h, i, qi, qf, krows,
+                                                         krows_f, scale, cap)
                         if not att:  # no attended key: dQ_i = 0, nothing to dK, dV
                             continue
                         mx = max(logits)

@@ -368,6 +368,45 @@ def _allowed(pr: Prob, i, j, lb, sb):
     return True
 
 
+def row_logits(pr: Prob, m, b, h, i, qr, qf, krows, krows_f, scale, cap):
+    """The attended keys of query row i of head h, batch element b, with their final logits
+    (mpf, after softcap and bias) and softcap's derivative 1 - tanh^2 at each (1 without
+    softcap): (att, logits, tprime). Masks and the structural rules decide the keys."""
+    lb, sb = pr.seqlen_q(b), pr.seqlen_kv(b)
+    att, logits, tprime = [], [], []
+    for j in range(sb):
+        if not _allowed(pr, i, j, lb, sb):
+            continue
+        bias = None
+        if m is not None:
+            mi = tuple(0 if c in pr.mbc else x for c, x in zip("bhls", (b, h, i, j)))
+            mv = float(m[mi])
+            if pr.mask == "bool":
+                if mv == 0:
+                    continue
+            elif mv == -math.inf:
+                continue
+            else:
+                bias = mv
+        s = scale * sm.dot(qr, krows[j], qf, krows_f[j])
+        tp = mpf(1)
+        if pr.softcap:
+            th = mp.tanh(s / cap)
+            s = cap * th
+            tp = 1 - th * th
+        if bias is not None:
+            s = s + mpf(bias)
+        if mp.isinf(s) and s < 0:
+            # A final logit of -inf, whatever made it, takes no part: a row whose logits are
+            # all -inf is fully masked (O = 0, LSE = -inf), as PyTorch's _safe_softmax decides
+            # on the logits themselves.
+            continue
+        att.append(j)
+        logits.append(s)
+        tprime.append(tp)
+    return att, logits, tprime
+
+
 def compute(pr: Prob, t):
     """Expected O [B, Hq, L, Dv], LSE [B, Hq, L] and, when asked, weights [B, Hq, L, S]
     (after dropout) as binary64 arrays, each element the exact value rounded once."""
@@ -399,34 +438,8 @@ def compute(pr: Prob, t):
                 for i in range(lb):
                     qf = list(map(float, q[qb, h, q0 + i]))
                     qr = [mpf(x) for x in qf]
-                    att, logits = [], []
-                    for j in range(sb):
-                        if not _allowed(pr, i, j, lb, sb):
-                            continue
-                        bias = None
-                        if m is not None:
-                            mi = tuple(0 if c in pr.mbc else x
-                                       for c, x in zip("bhls", (b, h, i, j)))
-                            mv = float(m[mi])
-                            if pr.mask == "bool":
-                                if mv == 0:
-                                    continue
-                            elif mv == -math.inf:
-                                continue
-                            else:
-                                bias = mv
-                        s = scale * sm.dot(qr, krows[j], qf, krows_f[j])
-                        if pr.softcap:
-                            s = cap * mp.tanh(s / cap)
-                        if bias is not None:
-                            s = s + mpf(bias)
-                        if mp.isinf(s) and s < 0:
-                            # A final logit of -inf, whatever made it, takes no part: a row
-                            # whose logits are all -inf is fully masked (O = 0, LSE = -inf),
-                            # as PyTorch's _safe_softmax decides on the logits themselves.
-                            continue
-                        att.append(j)
-                        logits.append(s)
+                    att, logits, _ = row_logits(pr, m, b, h, i, qr, qf, krows, krows_f, scale,
+                                                cap)
                     ds = None
                     if pr.p:
                         ds = [keep_scale if sm.dropout_keep(pr.dseed, pr.doff, thr, b, h, i, j, H,

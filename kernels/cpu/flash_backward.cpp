@@ -193,6 +193,29 @@ void row_block(const Context& c, i64 b, i64 h, i64 i0, i64 i1) {
   }
 }
 
+// One task: keys or rows [lo, hi) of head `head` of batch element b.
+struct Block {
+  i64 b, head, lo, hi;
+};
+
+// The blocks of `size` over len(b) for every (b, head), a head of length 0 with one empty block.
+template <typename Len>
+std::vector<Block> blocks(i64 batch, i64 heads, Len len, i64 size) {
+  std::vector<Block> out;
+  for (i64 b = 0; b < batch; ++b)
+    for (i64 h = 0; h < heads; ++h)
+      for (i64 lo = 0; lo < std::max<i64>(len(b), 1); lo += size)
+        out.push_back({b, h, lo, std::min(lo + size, len(b))});
+  return out;
+}
+
+// Each block on one thread, in any order: every output element belongs to one block.
+template <typename Fn>
+void run_blocks(const std::vector<Block>& tasks, int threads, Fn fn) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  for (std::size_t t = 0; t < tasks.size(); ++t) fn(tasks[t]);
+}
+
 }  // namespace
 
 void flash_backward(const Problem& p, const Buffers& forward, const GradientPointers& grads,
@@ -220,50 +243,29 @@ void flash_backward(const Problem& p, const Buffers& forward, const GradientPoin
           c.d[static_cast<std::size_t>(c.row(b, h, i))] = dot64(d_o.data(), o.data(), dv);
         }
   }
-  // Pass 1: the (b, key/value head, key block) tasks; the first block of each head also zeroes
-  // the keys beyond S_b of the padded layout (a head with no key has one empty task for it).
-  struct KeyTask {
-    i64 b, hk, j0, j1;
-  };
-  std::vector<KeyTask> key_tasks;
-  for (i64 b = 0; b < B; ++b)
-    for (i64 hk = 0; hk < Hkv; ++hk) {
-      const i64 sb = g.skv(b);
-      for (i64 j0 = 0; j0 < std::max<i64>(sb, 1); j0 += kBackwardKeyBlock)
-        key_tasks.push_back({b, hk, j0, std::min(j0 + kBackwardKeyBlock, sb)});
-    }
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-  for (std::size_t t = 0; t < key_tasks.size(); ++t) {
-    const KeyTask& k = key_tasks[t];
-    if (k.j1 > k.j0) key_block(c, k.b, k.hk, k.j0, k.j1);
-    if (k.j0 == 0 && !p.packed) {
-      for (i64 j = g.skv(k.b); j < S; ++j) {
-        zero(p.dtype, grads.dk, g.kv_row(p.k, k.b, k.hk, j), p.k.stride[3], dq);
-        zero(p.dtype, grads.dv, g.kv_row(p.v, k.b, k.hk, j), p.v.stride[3], dv);
-      }
-    }
-  }
-  // Pass 2: the (b, query head, row block) tasks; padding rows beyond L_b are zeroed by the
-  // first block of each head.
-  struct RowTask {
-    i64 b, h, i0, i1;
-  };
-  std::vector<RowTask> row_tasks;
-  for (i64 b = 0; b < B; ++b)
-    for (i64 h = 0; h < H; ++h) {
-      const i64 lb = g.lq(b);
-      for (i64 i0 = 0; i0 < std::max<i64>(lb, 1); i0 += kBackwardRowBlock)
-        row_tasks.push_back({b, h, i0, std::min(i0 + kBackwardRowBlock, lb)});
-    }
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-  for (std::size_t t = 0; t < row_tasks.size(); ++t) {
-    const RowTask& r = row_tasks[t];
-    if (r.i1 > r.i0) row_block(c, r.b, r.h, r.i0, r.i1);
-    if (r.i0 == 0 && !p.packed) {
-      for (i64 i = g.lq(r.b); i < L; ++i)
-        zero(p.dtype, grads.dq, g.q_row(p.q, r.b, r.h, i), p.q.stride[3], dq);
-    }
-  }
+  // Pass 1: the (b, key/value head, key block) tasks; pass 2: the (b, query head, row block)
+  // tasks. The first block of each head also zeroes its padding (keys beyond S_b, rows beyond
+  // L_b, padded layout only); a head with no key or row has one empty block for that.
+  run_blocks(blocks(
+                 B, Hkv, [&](i64 b) { return g.skv(b); }, kBackwardKeyBlock),
+             threads, [&](const Block& k) {
+               if (k.hi > k.lo) key_block(c, k.b, k.head, k.lo, k.hi);
+               if (k.lo == 0 && !p.packed) {
+                 for (i64 j = g.skv(k.b); j < S; ++j) {
+                   zero(p.dtype, grads.dk, g.kv_row(p.k, k.b, k.head, j), p.k.stride[3], dq);
+                   zero(p.dtype, grads.dv, g.kv_row(p.v, k.b, k.head, j), p.v.stride[3], dv);
+                 }
+               }
+             });
+  run_blocks(blocks(
+                 B, H, [&](i64 b) { return g.lq(b); }, kBackwardRowBlock),
+             threads, [&](const Block& r) {
+               if (r.hi > r.lo) row_block(c, r.b, r.head, r.lo, r.hi);
+               if (r.lo == 0 && !p.packed) {
+                 for (i64 i = g.lq(r.b); i < L; ++i)
+                   zero(p.dtype, grads.dq, g.q_row(p.q, r.b, r.head, i), p.q.stride[3], dq);
+               }
+             });
 }
 
 }  // namespace sdpa::cpu

@@ -33,6 +33,21 @@ Case backward_case(Case c) {
   return c;
 }
 
+// A backward case's data and the reference's forward and gradients for it.
+struct Exact {
+  explicit Exact(const Case& c)
+      : p(c.problem),
+        in(make_inputs(c)),
+        d_out(logical_d_out(p, *in.d_out)),
+        g(reference::run_sdpa_backward(p, in.pointers(), d_out)),
+        r(reference::run_sdpa(p, in.pointers())) {}
+  const Problem& p;
+  InputBuffers in;
+  std::vector<double> d_out;
+  reference::Gradients g;
+  reference::Result r;
+};
+
 // Without softcap, sum_j dK_j = scale sum_i Q_i sum_j dS_ij = 0 for every key/value head: each
 // row of dS sums to zero (the softmax Jacobian's rows do), dropout and masks included. Within
 // the sum of the elements' own f64 bounds.
@@ -41,15 +56,13 @@ TEST(BackwardReference, KeyGradientsSumToZeroWithoutSoftcap) {
     SamplerOptions o = small({DType::f64, DType::f32});
     o.softcap = false;
     const Case c = backward_case(*gen_case(o));
-    const Problem& p = c.problem;
-    InputBuffers in = make_inputs(c);
-    const std::vector<double> d_out = logical_d_out(p, *in.d_out);
-    const reference::Gradients g = reference::run_sdpa_backward(p, in.pointers(), d_out);
-    const reference::Result r = reference::run_sdpa(p, in.pointers());
+    Exact ex(c);
+    const Problem& p = ex.p;
+    const reference::Gradients& g = ex.g;
     PrecisionContract f64;
     f64.accumulate = f64.p_type = f64.ds_type = DType::f64;
     const GradientTolerances t =
-        gradient_tolerances(p, in.pointers(), d_out, r, g, f64, {}, DType::f64);
+        gradient_tolerances(p, ex.in.pointers(), ex.d_out, ex.r, g, f64, {}, DType::f64);
     const std::int64_t S = p.len_kv, Dq = p.head_dim_qk;
     for (std::int64_t bg = 0; bg < p.batch * p.heads_kv; ++bg)
       for (std::int64_t e = 0; e < Dq; ++e) {
@@ -100,11 +113,12 @@ TEST(BackwardReference, GradientsAreTheForwardsDerivatives) {
         o.varlen_packed = false;
         o.max_work = 1 << 10;
         const Case c = backward_case(*gen_case(o));
-        const Problem& p = c.problem;
-        InputBuffers in = make_inputs(c);
-        const std::vector<double> d_out = logical_d_out(p, *in.d_out);
-        const reference::Gradients g = reference::run_sdpa_backward(p, in.pointers(), d_out);
-        const reference::Result r = reference::run_sdpa(p, in.pointers());
+        Exact ex(c);
+        const Problem& p = ex.p;
+        InputBuffers& in = ex.in;
+        const std::vector<double>& d_out = ex.d_out;
+        const reference::Gradients& g = ex.g;
+        const reference::Result& r = ex.r;
         double scale = 0;
         for (std::size_t x = 0; x < d_out.size(); ++x) scale += std::fabs(d_out[x] * r.o[x]);
         const double tol = 1e-7 * (1 + scale);
