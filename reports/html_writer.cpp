@@ -337,7 +337,10 @@ std::string render_html(const RunSummary& run) {
     o += "<h2>Backward (dQ, dK, dV)</h2>\n<table><tr><th>backend</th><th class=\"num\">judged</th>"
          "<th class=\"num\">passed</th><th class=\"num\">worst dq</th><th class=\"num\">worst "
          "dk</th><th class=\"num\">worst dv</th><th class=\"num\">nondeterministic</th></tr>\n";
-    for (const auto& [name, t] : grads) {
+    for (const auto& entry : grads) {
+      // Named, not a structured binding: lambdas below capture it (Clang before 16 refuses).
+      const std::string& name = entry.first;
+      const reports::GradientTally& t = entry.second;
       auto cell = [&](const char* k) {
         const auto it = t.worst.find(k);
         if (it == t.worst.end()) return std::string("<td class=\"num\">-</td>");

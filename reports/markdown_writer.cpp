@@ -90,7 +90,10 @@ std::string render_markdown(const RunSummary& run, const MarkdownLimits& limits)
     md +=
         "### Backward (dQ, dK, dV)\n\n| backend | judged | passed | worst dq | worst dk | worst dv "
         "| nondeterministic |\n|---|--:|--:|--:|--:|--:|--:|\n";
-    for (const auto& [name, t] : grads) {
+    for (const auto& entry : grads) {
+      // Named, not a structured binding: lambdas below capture it (Clang before 16 refuses).
+      const std::string& name = entry.first;
+      const reports::GradientTally& t = entry.second;
       auto worst = [&](const char* k) {
         const auto it = t.worst.find(k);
         return it == t.worst.end() ? std::string("-") : reports::format_number(it->second);
