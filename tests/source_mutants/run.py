@@ -46,7 +46,7 @@ FAILING_LINE = re.compile(r"^(FAIL|CRASH|TIMEOUT) (\S+) (\S+)")
 FUZZ_TARGETS = {
     "cpu.flash": [("cpu.flash", [])],
     "cpu.math": [("cpu.math", [])],
-    "backward": [("cpu.math", [])],
+    "backward": [("cpu.math", []), ("cpu.flash", [])],
     "cpu.mem_efficient": [("cpu.mem_efficient", [])],
     "cuda.flash": [("cuda.flash", ["--device", "sm80:emulate=1"])],
     "cuda.mem_efficient": [("cuda.mem_efficient", ["--device", "sm80:emulate=1"])],
