@@ -201,8 +201,6 @@ std::string validate(const Problem& p) {
   }
   if (auto r = validate_no_self_overlap(o_view(p), "o"); !r.empty()) return r;
   if (p.backward) {
-    // The training forward saves LSE for the backward (docs/SEMANTICS.md, "Backward").
-    if (!p.want_lse) return "bwd: a backward case needs the forward's LSE (add the flag lse)";
     // dQ, dK and dV are written in the layouts of Q, K and V: each must be a distinct place.
     for (const auto& t : tensors) {
       if (t.layout == &p.o) continue;

@@ -63,8 +63,10 @@ Case case_from_bytes(FuzzInput& in) {
   }
   // Last again (after the long-keys byte): the inputs' strides (StrideKind).
   c.stride_kind = static_cast<int>(in.range(0, conformance::kStrideKindCount - 1));
-  // Last once more: the backward (with the LSE), judged on the backends that have one.
+  // Last once more: the backward, judged on the backends that have one; with the LSE unless
+  // the next byte says otherwise (0 past the end: the inputs before it decode as they did).
   c.backward = in.flag();
+  c.backward_without_lse = in.flag();
   return conformance::build_case(c, options);
 }
 

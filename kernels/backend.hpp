@@ -136,6 +136,9 @@ struct Capabilities {
   bool deterministic = false;           // same bits at any thread count and across runs
                                         // (the backward's too, when it has one)
   bool backward = false;                // computes dQ, dK, dV (run_backward)
+  bool backward_needs_lse = false;      // its backward reads the LSE its forward wrote (P
+                                        // recomputed from it, as FlashAttention does): a
+                                        // backward case must ask for the LSE (`lse`)
   bool batch_invariant = false;         // a row's output does not depend on the rest of the batch
   MemorySpace memory = MemorySpace::host;  // where run() expects its buffers
   Traits traits;                           // algorithm properties the dispatcher's rules use

@@ -63,6 +63,11 @@ SamplerOptions restricted_sampler(const std::set<std::string>& r, const std::str
   o.lse_output = has(r, "lse");
   o.weights_output = has(r, "weights");
   o.backward = has(r, "backward");
+  // Policy: a profile that requires the LSE takes the backward as the training forward of
+  // FlashAttention hands it over, with the LSE; only one without asks for a backward
+  // without it (a backend whose backward reads the LSE may decline that, and would then
+  // fail a profile for what it was never asked to do).
+  o.backward_without_lse = !o.lse_output;
   return o;
 }
 
@@ -102,6 +107,7 @@ PairRestriction pair_restriction(const std::set<std::string>& r) {
   x.values["dropout"] =
       with(with({"off"}, "dropout", "in_first_key_block"), "dropout", "past_first_key_block");
   x.values["softcap"] = with({"off"}, "softcap", "on");
+  x.values["backward"] = with({"off"}, "backward", "on");
   x.values["varlen"] = with(with({"none"}, "varlen=padded", "padded"), "varlen=packed", "packed");
   x.values["heads"] =
       has(r, "gqa") ? std::set<std::string>{"mha", "gqa", "mqa"} : std::set<std::string>{"mha"};

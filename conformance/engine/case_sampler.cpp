@@ -196,13 +196,17 @@ void apply_families(Problem& p, const CaseChoices& c, const SamplerOptions& o, M
     apply_stride_kind(
         p, static_cast<StrideKind>(((c.stride_kind % kStrideKindCount) + kStrideKindCount) %
                                    kStrideKindCount));
-  // The backward needs the forward's LSE, and gradients written in the inputs' layouts: a
-  // layout that overlaps itself (a zero stride) keeps the case forward-only.
-  if (o.backward && o.lse_output && c.backward) {
-    p.backward = p.want_lse = true;
+  // The backward usually with the forward's LSE (what a FlashAttention-style backward reads;
+  // such a backend declines a backward case without it), sometimes without (what the public
+  // ops of frameworks return); gradients are written in the inputs' layouts: a layout that
+  // overlaps itself (a zero stride) keeps the case forward-only.
+  if (o.backward && c.backward) {
+    p.backward = true;
+    p.want_lse =
+        o.lse_output && (c.lse || !o.backward_without_lse || !c.backward_without_lse);
     if (!validate(p).empty()) {
       p.backward = false;
-      p.want_lse = c.lse;
+      p.want_lse = o.lse_output && c.lse;
     }
   }
 }
@@ -420,6 +424,7 @@ CaseChoices draw_choices(std::uint64_t seed, const SamplerOptions& o) {
   // Drawn after the data so that the earlier choices of a seed stay what they were.
   c.stride_kind = d.chance(10) ? 1 + static_cast<int>(d.below(kStrideKindCount - 1)) : 0;
   c.backward = d.chance(15);  // after the strides, for the same reason
+  c.backward_without_lse = d.chance(25);  // last, for the same reason
   return c;
 }
 

@@ -73,8 +73,11 @@ struct SamplerOptions {
   bool lse_output = true;
   // Also request the attention weights.
   bool weights_output = true;
-  // Also judge the backward (bwd; with the LSE the training forward saves).
+  // Also judge the backward (bwd; usually with the LSE, which a flash-style backward reads).
   bool backward = true;
+  // Some backward cases without the LSE (when the LSE output is drawn at all): off, every
+  // backward case asks for the LSE.
+  bool backward_without_lse = true;
   // Adversarial data generators (docs/CASE_ID.md).
   bool adversarial_data = true;
   // Real-model shape presets (ModelPreset).
@@ -130,6 +133,7 @@ struct CaseChoices {
   bool weights = false;                  // want attention weights
   bool backward = false;                 // judge the backward too (dropped when the input
                                          // layouts cannot hold gradients)
+  bool backward_without_lse = false;     // a backward case without the LSE (unless lse)
   int generator = 0;                     // index into sampler_generators(problem, options)
   std::uint64_t seed = 0;                // data seed
 };

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "conformance/engine/case_sampler.hpp"
+#include "core/philox.hpp"
 #include "core/problem.hpp"
 #include "kernels/attended_keys.hpp"
 #include "kernels/lowered_problem.hpp"
@@ -25,6 +26,7 @@ enum Dim : int {
   kMask,
   kDropout,
   kSoftcap,
+  kBackward,
   kVarlen,
   kHeads,
   kLayout,
@@ -99,6 +101,32 @@ std::int64_t last_attended_key(const Problem& p) {
   return last;
 }
 
+// Whether dropout keeps some key that some query row attends by the structural masks and
+// lengths. A generated case whose attended keys are all dropped has an output of zeros
+// and the judge calls it MISTRUSTED: it could not tell a right kernel from a wrong one (a
+// case where no row attends a key is not: it checks the empty rows).
+bool some_attended_key_kept(const Problem& p) {
+  if (p.dropout_p <= 0) return true;
+  bool attended = false;
+  const KeyStructure st = key_structure(p);
+  const std::uint32_t threshold = dropout_threshold(p.dropout_p);
+  for (std::int64_t b = 0; b < p.batch; ++b) {
+    const std::int64_t lb = seqlen_q(p, b), sb = seqlen_kv(p, b);
+    for (std::int64_t h = 0; h < p.heads_q; ++h) {
+      for (std::int64_t i = 0; i < lb; ++i) {
+        const KeyInterval r = attended_keys(st, i, lb, sb);
+        for (std::int64_t j = r.lo; j < r.hi; ++j) {
+          attended = true;
+          if (dropout_keep(p.dropout_seed, p.dropout_offset, threshold, b, h, i, j, p.heads_q,
+                           p.len_q, p.len_kv))
+            return true;
+        }
+      }
+    }
+  }
+  return !attended;
+}
+
 const std::vector<IsaTarget> kAllIsas = {IsaTarget::scalar, IsaTarget::avx2, IsaTarget::avx512,
                                          IsaTarget::avx512bf16};
 
@@ -126,6 +154,9 @@ std::vector<PairDimension> pair_dimensions(const Backend& backend) {
       // keep-mask indexed per block instead of per key would repeat the first block's bits.
       {"dropout", {"off", "in_first_key_block", "past_first_key_block"}, true},
       {"softcap", {"off", "on"}, true},
+      // The backward pass (dQ, dK, dV judged too): its kernels are other code than the
+      // forward's, with their own edges (masks, dropout's keep-mask, GQA sums, lengths).
+      {"backward", {"off", "on"}, true},
       {"varlen", {"none", "padded", "packed"}, true},
       {"heads", {"mha", "gqa", "mqa"}, true},
       {"layout", {"bhsd", "bshd"}, true},
@@ -154,6 +185,7 @@ std::vector<int> classify_job(const Case& c, const Backend& backend, IsaTarget i
   v[kMask] = static_cast<int>(p.mask);
   v[kDropout] = p.dropout_p <= 0 ? 0 : last_attended_key(p) < first_key_block(p, lb) ? 1 : 2;
   v[kSoftcap] = p.softcap > 0 ? 1 : 0;
+  v[kBackward] = p.backward ? 1 : 0;
   v[kVarlen] = p.packed ? 2 : (!p.seqlens_q.empty() || !p.seqlens_kv.empty()) ? 1 : 0;
   v[kHeads] = p.heads_q == p.heads_kv ? 0 : p.heads_kv == 1 ? 2 : 1;
   // Q's row stride against a dense one (D in bhsd, Hq * D in bshd): a gap, and its parity.
@@ -269,7 +301,8 @@ std::string case_for(const std::vector<int>& a, const Backend& backend, bool lse
   }
   if (a[kSoftcap] == 1) id += ".softcap=20";
   if (a[kDropout] != 0) id += ".p0.3.dseed3.doff7";  // the keys reached follow the lengths
-  if (lse) id += ".lse";
+  if (lse || a[kBackward] == 1) id += ".lse";
+  if (a[kBackward] == 1) id += ".bwd";
   id += ".seed60.gen=normal";
   return id;
 }
@@ -288,7 +321,8 @@ std::optional<Case> runnable(const std::vector<int>& a, const Backend& backend,
     if (!std::holds_alternative<Case>(reparsed)) return std::nullopt;
     c = std::get<Case>(reparsed);
   }
-  if (!validate(c.problem).empty() || !backend.supports(c.problem, device).ok())
+  if (!validate(c.problem).empty() || !backend.supports(c.problem, device).ok() ||
+      !some_attended_key_kept(c.problem))
     return std::nullopt;
   if (restriction.admit && !restriction.admit(c)) return std::nullopt;
   return c;
@@ -514,6 +548,8 @@ std::string impossible_reason(const Backend& backend, const std::vector<PairDime
   }
   if (backend.capabilities().last_dim_contiguous && (has(kStrides, 1) || has(kStrides, 2)))
     return "the backend requires head-dim stride 1";
+  if (has(kBackward, 1) && !backend.capabilities().backward)
+    return "the backend has no backward pass";
   if (has(kMask, 1) && has(kVarlen, 2)) return "a mask tensor cannot be packed";
   if (has(kMask, 2) && has(kVarlen, 2)) return "a mask tensor cannot be packed";
   if (has(kDropout, 2)) {

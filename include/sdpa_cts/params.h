@@ -126,7 +126,9 @@ typedef struct sdpa_cts_params {
 
   /* The backward pass (ABI 2.1; NULL and 0 outside a backward call). In a backward call, o
    * and lse above hold the backend's own forward outputs for this problem: inputs, never
-   * written. docs/SEMANTICS.md, "Backward". */
+   * written (lse is NULL when the case does not ask for it, want_lse 0: a backend whose
+   * backward reads it declares SDPA_CTS_CAP_BACKWARD_NEEDS_LSE). docs/SEMANTICS.md,
+   * "Backward". */
   const void* d_o;       /* dO [B, Hq, L, Dv], in O's layout */
   void* d_q;             /* dQ [B, Hq, L, Dqk], in Q's layout; rows i >= L_b (padded) 0 */
   void* d_k;             /* dK [B, Hkv, S, Dqk], in K's layout, summed over each group */

@@ -47,7 +47,8 @@
  * the same rules hold for it.
  * Version 2.0 (version 1.0 passed an sdpa_cts_problem and an sdpa_cts_buffers instead of
  * sdpa_cts_params; docs/PLUGINS.md, "Migrating a plugin to ABI 2").
- * Version 2.1 adds the backward pass: the capability SDPA_CTS_CAP_BACKWARD, run_backward()
+ * Version 2.1 adds the backward pass: the capabilities SDPA_CTS_CAP_BACKWARD and
+ * SDPA_CTS_CAP_BACKWARD_NEEDS_LSE, run_backward()
  * appended to sdpa_cts_backend, ds_type and dkv_rounded_per_head appended to
  * sdpa_cts_precision, and a meaning for the backward fields of sdpa_cts_params (d_o, d_q,
  * d_k, d_v and their strides). A plugin built against 2.0 loads unchanged and has no backward.
@@ -128,7 +129,9 @@ enum {
   SDPA_CTS_CAP_EMPTY_PROBLEMS = 1 << 14,      /* any dimension may be 0 */
   SDPA_CTS_CAP_DETERMINISTIC = 1 << 15,       /* same bits at any thread count and run */
   SDPA_CTS_CAP_BATCH_INVARIANT = 1 << 16,     /* a row does not depend on the rest of the batch */
-  SDPA_CTS_CAP_BACKWARD = 1 << 17             /* (2.1) has run_backward(): dQ, dK, dV */
+  SDPA_CTS_CAP_BACKWARD = 1 << 17,            /* (2.1) has run_backward(): dQ, dK, dV */
+  SDPA_CTS_CAP_BACKWARD_NEEDS_LSE = 1 << 18   /* (2.1) run_backward() reads params->lse: the
+                                                 host declines a backward case without lse */
 };
 /* Traits the dispatcher's ordering rules read (docs/DISPATCH.md). Bits 1 and 2 are unused
  * (ABI 1's math and cuDNN traits, replaced by sdpa_cts_capabilities.pytorch_kernel). */
@@ -199,7 +202,9 @@ typedef struct sdpa_cts_backend {
    * otherwise): dQ, dK, dV into params->d_q, d_k, d_v (the layouts of Q, K, V: d_q_stride ==
    * q_stride, ...; every element written, 0 at padding rows and absent keys) for the upstream
    * gradient params->d_o (O's layout), after this backend's own run() of the same problem
-   * wrote params->o and params->lse, which are inputs here (never written). Called after
+   * wrote params->o and params->lse (NULL when the case does not ask for the LSE; with
+   * SDPA_CTS_CAP_BACKWARD_NEEDS_LSE the host declines such a case for the backend), which
+   * are inputs here (never written). Called after
    * supports() accepted the problem and run() succeeded; returns like run(). The host calls
    * it twice, at two thread counts, and compares the bytes (docs/SEMANTICS.md, "Backward"). */
   int32_t (*run_backward)(void* state, const sdpa_cts_params* params, const sdpa_cts_device* device,

@@ -183,6 +183,7 @@ Capabilities capabilities_from(const sdpa_cts_capabilities& c) {
   caps.padded_seqlens = on(SDPA_CTS_CAP_PADDED_SEQLENS);
   caps.packed_seqlens = on(SDPA_CTS_CAP_PACKED_SEQLENS);
   caps.lse_output = on(SDPA_CTS_CAP_LSE);
+  caps.backward_needs_lse = on(SDPA_CTS_CAP_BACKWARD_NEEDS_LSE);
   caps.weights_output = on(SDPA_CTS_CAP_WEIGHTS);
   caps.last_dim_contiguous = on(SDPA_CTS_CAP_LAST_DIM_CONTIGUOUS);
   caps.empty_problems = on(SDPA_CTS_CAP_EMPTY_PROBLEMS);

@@ -443,11 +443,11 @@ TEST(Problem, HugeShapesOverflow) {
 namespace sdpa {
 namespace {
 
-TEST(Problem, BackwardNeedsTheForwardsLseAndDistinctGradientPlaces) {
+TEST(Problem, BackwardNeedsDistinctGradientPlaces) {
+  // With or without the LSE (a backend whose backward reads it declines a case without it).
   Problem p = base();
   p.backward = true;
-  EXPECT_TRUE(rejected_for(p, "bwd"));
-  EXPECT_NE(validate(p).find("lse"), std::string::npos) << validate(p);
+  EXPECT_EQ(validate(p), "");
   p.want_lse = true;
   EXPECT_EQ(validate(p), "");
   // K broadcast over heads (stride 0) is a valid input, but dK cannot be written there.

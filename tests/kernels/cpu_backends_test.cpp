@@ -289,7 +289,24 @@ TEST_P(CpuBackend, Backward) {
       "vst=4800_2400_1_300_2.ost=960_1_16_2_0.lse.bwd.seed10",
       "b1.hq2.l0.s7.dqk8.f32.lse.bwd",
       "b1.hq2.l5.s0.dqk8.f32.lse.bwd",
+      // Without the LSE: a backend whose backward reads it declines (backward_needs_lse).
+      "b2.hq4.hkv2.l33.s47.dqk40.dv24.f32.causal=br.p0.2.dseed3.bwd.seed11",
+      "b1.hq2.l40.s40.dqk24.bf16.mask=add.softcap=5.bwd.seed12",
   });
+}
+
+// cpu.flash recomputes P from its forward's LSE: a backward case without `lse` is declined,
+// with the reason; cpu.math materialises P and takes it.
+TEST(CpuBackendBackward, FlashNeedsTheLseMathDoesNot) {
+  const Problem p = parse_case_id_or_throw("b1.hq2.l40.s40.dqk24.f32.bwd.seed1").problem;
+  const Support flash = find_backend_or_throw("cpu.flash").supports(p, cpu());
+  ASSERT_EQ(flash.reasons.size(), 1u);
+  EXPECT_NE(flash.reasons[0].find("recomputes P from the forward's LSE"), std::string::npos)
+      << flash.reasons[0];
+  EXPECT_TRUE(find_backend_or_throw("cpu.math").supports(p, cpu()).ok());
+  Problem with_lse = p;
+  with_lse.want_lse = true;
+  EXPECT_TRUE(find_backend_or_throw("cpu.flash").supports(with_lse, cpu()).ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(All, CpuBackend, testing::ValuesIn(combos()), combo_name);

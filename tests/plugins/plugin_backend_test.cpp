@@ -198,6 +198,32 @@ TEST(PluginAbi2, ACudaMemoryPluginDeclinesAnEmulatedGpu) {
   EXPECT_TRUE(backend->supports(c.problem, parse_device_or_throw("sm90")).ok());
 }
 
+int32_t fake_run_backward(void*, const sdpa_cts_params*, const sdpa_cts_device*, int32_t, char*,
+                          size_t) {
+  return 0;
+}
+
+// SDPA_CTS_CAP_BACKWARD_NEEDS_LSE: the host declines a backward case without `lse` for the
+// backend, with its own reason; without the bit, both kinds are the plugin's to take.
+TEST(PluginAbi2, ABackwardThatReadsTheLseGetsOnlyCasesWithIt) {
+  g_seen = Seen{};
+  const Case without = parse_case_id_or_throw("b1.hq2.l3.s4.dqk8.f32.bwd.seed1.gen=normal");
+  const Case with = parse_case_id_or_throw("b1.hq2.l3.s4.dqk8.f32.lse.bwd.seed1.gen=normal");
+  const Device cpu = parse_device_or_throw("cpu");
+  sdpa_cts_backend b = fake_backend(kMost | SDPA_CTS_CAP_BACKWARD | SDPA_CTS_CAP_BACKWARD_NEEDS_LSE);
+  b.run_backward = fake_run_backward;
+  const auto needs = make_plugin_backend(b);
+  EXPECT_TRUE(needs->capabilities().backward_needs_lse);
+  const Support s = needs->supports(without.problem, cpu);
+  ASSERT_EQ(s.reasons.size(), 1u);
+  EXPECT_NE(s.reasons[0].find("forward's LSE"), std::string::npos) << s.reasons[0];
+  EXPECT_TRUE(needs->supports(with.problem, cpu).ok());
+  b.capabilities.flags &= ~static_cast<uint32_t>(SDPA_CTS_CAP_BACKWARD_NEEDS_LSE);
+  const auto keeps = make_plugin_backend(b);
+  EXPECT_FALSE(keeps->capabilities().backward_needs_lse);
+  EXPECT_TRUE(keeps->supports(without.problem, cpu).ok());
+}
+
 // The probe of the minimal plugin (its path comes from tests/plugins/CMakeLists.txt): ABI 2.1,
 // and a description listing only traits the ABI declares.
 TEST(PluginAbi2, ProbeReportsOnlyWhatTheAbiDeclares) {

@@ -83,7 +83,8 @@ TEST(CaseSampler, EveryFamilyAppears) {
     see(p.q.base_offset > 0, "offset");
     see(p.want_lse, "lse");
     see(p.want_weights, "weights");
-    see(p.backward, "backward");
+    see(p.backward && p.want_lse, "backward");
+    see(p.backward && !p.want_lse, "backward without lse");
     see(p.len_q == 1, "decode");
     for (DType t : o.dtypes) see(p.dtype == t, dtype_name(t).data());
     seen.insert("gen=" + c.data.generator);
@@ -94,6 +95,7 @@ TEST(CaseSampler, EveryFamilyAppears) {
                         "dropout",   "softcap",       "scale",
                         "dv != dqk", "bshd",          "offset",
                         "lse",       "weights",       "backward",
+                        "backward without lse",
                         "decode",    "f64",           "f32",
                         "f16",       "bf16"}) {
     EXPECT_TRUE(seen.count(f)) << f;
@@ -114,7 +116,7 @@ TEST(CaseSampler, FamiliesSwitchedOffNeverAppear) {
   o.dtypes = {DType::bf16};
   o.masks = o.causal_window = o.gqa = o.varlen_padded = o.varlen_packed = o.dropout = false;
   o.softcap = o.custom_scale = o.different_v_dim = o.layouts = o.lse_output = false;
-  o.weights_output = o.adversarial_data = o.model_shapes = false;
+  o.weights_output = o.adversarial_data = o.model_shapes = o.backward = false;
   o.max_work = 5000;
   for (std::uint64_t seed = 0; seed < 1000; ++seed) {
     const Case c = sample_case(seed, o);
