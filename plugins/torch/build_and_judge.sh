@@ -14,11 +14,13 @@
 #    worker processes dlopen it without LD_LIBRARY_PATH);
 # 3. builds sdpa-cts if build/release has none (only that target, -j2);
 # 4. runs, each with its reports under the report folder (default build/torch-report):
-#      ci/              the ci tier on both backends (torch.sdpa, torch.flash_cpu)
-#      sample/          300 sampled cases, seed 7, on both backends
-#      ci-without-lse/  the public op (torch.sdpa) on the ci tier's generated cases that ask
-#                       for the LSE, with the LSE request taken out of the ID (the public op
-#                       cannot return the LSE, so it declines them in ci/)
+#      ci/              the ci tier on the three backends (torch.sdpa, torch.flash_cpu,
+#                       torch.math), backward cases included
+#      sample/          300 sampled cases, seed 7, on the three backends
+#      ci-without-lse/  the public op (torch.sdpa) and the math path (torch.math) on the ci
+#                       tier's generated cases that ask for the LSE, with the LSE request
+#                       taken out of the ID (they cannot return the LSE, so they decline
+#                       them in ci/; the backward cases among them are judged here)
 #      nan-rows/        the public op on eight rows of NaN logits around the vector width
 #    and writes versions.txt (PyTorch, its CPU capability, sdpa-cts, date, host), the status
 #    counts per run and backend, and deviations.md (every record that is neither PASS nor
@@ -116,7 +118,7 @@ judge() {
 }
 judge ci --plugin-backends --tier ci
 judge sample --plugin-backends --sample "$sample" --seed "$seed"
-judge ci-without-lse --backend torch.sdpa --tier "$report/ci-without-lse.tier"
+judge ci-without-lse --backend torch.sdpa --backend torch.math --tier "$report/ci-without-lse.tier"
 
 # The public op on rows whose every logit is NaN, with S around the vector width of the flash
 # kernel's max reduction (16 f32 lanes / 8 f64 lanes with AVX-512): found through
@@ -141,6 +143,11 @@ def group(r):
     m = r["message"]
     if r["status"] != "FAIL":
         return r["status"]
+    g = re.search(r"gradient error/tolerance \S+ at (d[qkv])\[", m)
+    if g and re.search(r"= -?(inf|nan)", m):
+        return "FAIL: gradient not finite where a finite value is expected"
+    if g:
+        return "FAIL: gradient over its bound"
     if " lse[" in m:
         return "FAIL: LSE finite where -inf is expected" if "expected -inf" in m else "FAIL: LSE over its bound"
     if " o[" in m and re.search(r"= -?(inf|nan)", m):

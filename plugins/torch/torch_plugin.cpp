@@ -3,7 +3,7 @@
 // (bench/requirements.txt pins torch==2.15.0); only the C ABI of include/sdpa_cts/plugin.h
 // crosses the boundary, every C++ exception stays inside run().
 //
-// Two backends:
+// Three backends, each with its backward (ABI 2.1):
 //   torch.sdpa       at::scaled_dot_product_attention, the public op: ATen's CPU picker
 //                    (_fused_sdp_choice_cpp) sends a problem to the flash kernel
 //                    (FlashAttentionKernel.cpp, online softmax over key blocks of 512) when it
@@ -13,6 +13,13 @@
 //   torch.flash_cpu  at::_scaled_dot_product_flash_attention_for_cpu, the internal op the
 //                    public one calls for its flash path; it returns the logsumexp, so it
 //                    is the backend that takes the LSE cases.
+//   torch.math       at::_scaled_dot_product_attention_math, the math path forced (what
+//                    sdpa_kernel(SDPBackend.MATH) runs).
+// The backward: torch.sdpa and torch.math differentiate their op with PyTorch's autograd
+// (torch::autograd::grad with dO; the forward is run again with inputs that require grad,
+// as a training step does); torch.flash_cpu calls the flash kernel's own backward,
+// at::_scaled_dot_product_flash_attention_for_cpu_backward, with the O and LSE its forward
+// wrote (it declares SDPA_CTS_CAP_BACKWARD_NEEDS_LSE).
 //
 // Tensors are wrapped in place with at::from_blob (the element-0 pointers and element strides
 // of the lowered problem, sdpa_cts_params), so the op sees the problem's layout; O (and the
@@ -24,6 +31,7 @@
 // is_causal together with attn_mask; its own CausalBias(LOWER_RIGHT) materialises exactly
 // this mask on CPU).
 #include <ATen/ATen.h>
+#include <torch/csrc/autograd/autograd.h>
 #include <ATen/Parallel.h>
 #include <ATen/Version.h>
 #include <c10/util/Exception.h>
@@ -45,7 +53,7 @@ namespace {
 // cpu_flash_attention in ATen uses kv_split_size 512 (q_split_size 32, 64 or 256 by L).
 constexpr int64_t kFlashKeyBlock = 512;
 
-enum class Op { sdpa, flash_cpu };
+enum class Op { sdpa, flash_cpu, math };
 
 at::ScalarType scalar_type(int32_t dtype) {
   switch (dtype) {
@@ -86,6 +94,22 @@ int32_t torch_precision(void*, int32_t dtype, sdpa_cts_precision* out) {
   }
   out->online_softmax = 1;
   out->key_block = kFlashKeyBlock;
+  // The backward of the flash kernel (cpu_flash_attention_backward) rounds P and dS to the
+  // input type before its gemms for f16 / bf16; the public op's picker sends a backward to
+  // it whenever it can, so its contract is the same.
+  out->ds_type = dtype == SDPA_CTS_DTYPE_F16 || dtype == SDPA_CTS_DTYPE_BF16 ? dtype
+                                                                             : out->accumulate;
+  return 0;
+}
+
+// The math path forced: on the CPU it computes f16 / bf16 inputs in f32 (P not rounded),
+// without key blocks; autograd differentiates those f32 operations.
+int32_t torch_math_precision(void* state, int32_t dtype, sdpa_cts_precision* out) {
+  if (torch_precision(state, dtype, out) != 0) return 1;
+  out->p_type = out->accumulate;
+  out->ds_type = out->accumulate;
+  out->online_softmax = 0;
+  out->key_block = 0;
   return 0;
 }
 
@@ -214,6 +238,12 @@ void compute(Op op, const sdpa_cts_params* p, int32_t threads) {
   if (op == Op::sdpa) {
     out = at::scaled_dot_product_attention(q, k, v, m.attn_mask, /*dropout_p=*/0.0, m.is_causal,
                                            scale, /*enable_gqa=*/Hkv != Hq);
+  } else if (op == Op::math) {
+    // The op takes the mask as the public op hands it over: boolean masks made additive
+    // (convert_boolean_attn_mask); it reads a boolean mask as numbers.
+    out = std::get<0>(at::_scaled_dot_product_attention_math(
+        q, k, v, additive(m.attn_mask, t), /*dropout_p=*/0.0, m.is_causal,
+        /*dropout_mask=*/std::nullopt, scale, /*enable_gqa=*/Hkv != Hq));
   } else {
     std::tie(out, lse) = at::_scaled_dot_product_flash_attention_for_cpu(
         q, k, v, /*dropout_p=*/0.0, m.is_causal, additive(m.attn_mask, t), scale);
@@ -224,12 +254,69 @@ void compute(Op op, const sdpa_cts_params* p, int32_t threads) {
   }
 }
 
-template <Op op>
-int32_t torch_run(void*, const sdpa_cts_params* p, const sdpa_cts_device*, int32_t threads,
-                  char* error, size_t error_size) {
+// dQ, dK, dV into the problem's gradient views (docs/SEMANTICS.md, "Backward").
+void compute_backward(Op op, const sdpa_cts_params* p, int32_t threads) {
+  if (threads > 0) at::set_num_threads(threads);
+  const at::ScalarType t = scalar_type(p->dtype);
+  const int64_t B = p->batch, Hq = p->heads_q, Hkv = p->heads_kv, L = p->len_q, S = p->len_kv,
+                Dqk = p->head_dim_qk, Dv = p->head_dim_v;
+  const int64_t qs[4] = {B, Hq, L, Dqk}, ks[4] = {B, Hkv, S, Dqk}, vs[4] = {B, Hkv, S, Dv},
+                os[4] = {B, Hq, L, Dv};
+  at::Tensor q = view4(p->q, qs, p->q_stride, t);
+  at::Tensor k = view4(p->k, ks, p->k_stride, t);
+  at::Tensor v = view4(p->v, vs, p->v_stride, t);
+  const at::Tensor d_o = view4(p->d_o, os, p->d_o_stride, t);
+  MaskArgs m = mask_args(p);
+  const std::optional<double> scale = p->scale;
+  at::Tensor dq, dk, dv;
+  if (op == Op::flash_cpu) {
+    at::Tensor o = view4(p->o, os, p->o_stride, t);
+    at::Tensor lse =
+        B * Hq * L > 0 ? at::from_blob(p->lse, {B, Hq, L}, at::TensorOptions().dtype(at::kFloat))
+                       : at::empty({B, Hq, L}, at::TensorOptions().dtype(at::kFloat));
+    if (t == at::kDouble) {
+      // The kernel keeps an f64 LSE for f64 inputs; the ABI's LSE is f32, which would perturb
+      // P by its rounding. The forward op runs again for its own O and LSE, as a training
+      // step keeps them.
+      std::tie(o, lse) = at::_scaled_dot_product_flash_attention_for_cpu(
+          q, k, v, /*dropout_p=*/0.0, m.is_causal, additive(m.attn_mask, t), scale);
+    }
+    std::tie(dq, dk, dv) = at::_scaled_dot_product_flash_attention_for_cpu_backward(
+        d_o, q, k, v, o, lse, /*dropout_p=*/0.0, m.is_causal, additive(m.attn_mask, t), scale);
+  } else {
+    // Leaves that require grad: views of the caller's memory, never written by autograd.
+    q = q.detach().requires_grad_(true);
+    k = k.detach().requires_grad_(true);
+    v = v.detach().requires_grad_(true);
+    at::Tensor out;
+    if (op == Op::sdpa) {
+      out = at::scaled_dot_product_attention(q, k, v, m.attn_mask, /*dropout_p=*/0.0, m.is_causal,
+                                             scale, /*enable_gqa=*/Hkv != Hq);
+    } else {
+      out = std::get<0>(at::_scaled_dot_product_attention_math(
+          q, k, v, additive(m.attn_mask, t), /*dropout_p=*/0.0, m.is_causal,
+          /*dropout_mask=*/std::nullopt, scale, /*enable_gqa=*/Hkv != Hq));
+    }
+    const auto grads = torch::autograd::grad({out}, {q, k, v}, {d_o}, /*retain_graph=*/false,
+                                             /*create_graph=*/false, /*allow_unused=*/true);
+    // An input the graph does not reach (an empty problem) has no gradient: zeros.
+    auto or_zeros = [](const at::Tensor& g, const at::Tensor& like) {
+      return g.defined() ? g : at::zeros_like(like);
+    };
+    dq = or_zeros(grads[0], q);
+    dk = or_zeros(grads[1], k);
+    dv = or_zeros(grads[2], v);
+  }
+  if (numel4(qs) > 0) view4(p->d_q, qs, p->d_q_stride, t).copy_(dq);
+  if (numel4(ks) > 0) view4(p->d_k, ks, p->d_k_stride, t).copy_(dk);
+  if (numel4(vs) > 0) view4(p->d_v, vs, p->d_v_stride, t).copy_(dv);
+}
+
+// Runs `body`, turning every exception into the ABI's error message.
+template <typename Body>
+int32_t guarded(Body body, char* error, size_t error_size) {
   try {
-    // Every pointer is in host memory: the capabilities below declare SDPA_CTS_MEMORY_HOST.
-    compute(op, p, threads);
+    body();
     return 0;
   } catch (const c10::Error& e) {
     std::snprintf(error, error_size, "PyTorch %s: %s", TORCH_VERSION, e.what_without_backtrace());
@@ -239,6 +326,19 @@ int32_t torch_run(void*, const sdpa_cts_params* p, const sdpa_cts_device*, int32
     std::snprintf(error, error_size, "PyTorch %s: an exception of unknown type", TORCH_VERSION);
   }
   return 1;
+}
+
+template <Op op>
+int32_t torch_run_backward(void*, const sdpa_cts_params* p, const sdpa_cts_device*,
+                           int32_t threads, char* error, size_t error_size) {
+  return guarded([&] { compute_backward(op, p, threads); }, error, error_size);
+}
+
+template <Op op>
+int32_t torch_run(void*, const sdpa_cts_params* p, const sdpa_cts_device*, int32_t threads,
+                  char* error, size_t error_size) {
+  // Every pointer is in host memory: the capabilities below declare SDPA_CTS_MEMORY_HOST.
+  return guarded([&] { compute(op, p, threads); }, error, error_size);
 }
 
 constexpr uint32_t kAllDtypes = (1u << SDPA_CTS_DTYPE_F64) | (1u << SDPA_CTS_DTYPE_F32) |
@@ -258,7 +358,8 @@ const sdpa_cts_backend kBackends[] = {
             SDPA_CTS_DEVICE_CPU,
             0,  // no head-dim limit (the math path takes what the flash kernel does not)
             1,
-            kCommonFlags | SDPA_CTS_CAP_DIFFERENT_V_DIM | SDPA_CTS_CAP_EMPTY_PROBLEMS,
+            kCommonFlags | SDPA_CTS_CAP_DIFFERENT_V_DIM | SDPA_CTS_CAP_EMPTY_PROBLEMS |
+                SDPA_CTS_CAP_BACKWARD,
             0,  // no dispatcher trait: it is judged, not picked
             SDPA_CTS_MEMORY_HOST,
             SDPA_CTS_PYTORCH_NONE,
@@ -266,6 +367,7 @@ const sdpa_cts_backend kBackends[] = {
         torch_precision,
         torch_supports,
         torch_run<Op::sdpa>,
+        torch_run_backward<Op::sdpa>,
     },
     {
         sizeof(sdpa_cts_backend),
@@ -277,7 +379,8 @@ const sdpa_cts_backend kBackends[] = {
             SDPA_CTS_DEVICE_CPU,
             0,
             1,
-            kCommonFlags | SDPA_CTS_CAP_LSE,
+            kCommonFlags | SDPA_CTS_CAP_LSE | SDPA_CTS_CAP_BACKWARD |
+                SDPA_CTS_CAP_BACKWARD_NEEDS_LSE,
             0,  // no dispatcher trait: it is judged, not picked
             SDPA_CTS_MEMORY_HOST,
             SDPA_CTS_PYTORCH_NONE,
@@ -285,11 +388,33 @@ const sdpa_cts_backend kBackends[] = {
         torch_precision,
         torch_supports,
         torch_run<Op::flash_cpu>,
+        torch_run_backward<Op::flash_cpu>,
+    },
+    {
+        sizeof(sdpa_cts_backend),
+        "torch.math",
+        nullptr,
+        {
+            sizeof(sdpa_cts_capabilities),
+            kAllDtypes,
+            SDPA_CTS_DEVICE_CPU,
+            0,
+            1,
+            kCommonFlags | SDPA_CTS_CAP_DIFFERENT_V_DIM | SDPA_CTS_CAP_EMPTY_PROBLEMS |
+                SDPA_CTS_CAP_BACKWARD,
+            0,  // no dispatcher trait: it is judged, not picked
+            SDPA_CTS_MEMORY_HOST,
+            SDPA_CTS_PYTORCH_NONE,
+        },
+        torch_math_precision,
+        torch_supports,
+        torch_run<Op::math>,
+        torch_run_backward<Op::math>,
     },
 };
 
 const sdpa_cts_plugin kPlugin = {
-    SDPA_CTS_PLUGIN_ABI_FIELDS, "sdpa-cts-torch", TORCH_VERSION, 2, kBackends,
+    SDPA_CTS_PLUGIN_ABI_FIELDS, "sdpa-cts-torch", TORCH_VERSION, 3, kBackends,
 };
 
 }  // namespace
