@@ -73,6 +73,7 @@ nlohmann::json torch_call_json(const TorchCall& call) {
   const Problem& p = call.problem;
   nlohmann::json j;
   j["route"] = torch_route_name(call.route);
+  j["requires_grad"] = call.requires_grad;
   if (call.route == TorchRoute::not_expressible) {
     j["not_expressible"] = call.not_expressible;
     return j;

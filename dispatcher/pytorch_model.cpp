@@ -187,6 +187,14 @@ TorchCall torch_call(const Problem& p) {
   if (q.want_lse)
     call.notes.push_back("the LSE request is dropped: the public op does not return it");
   q.want_lse = false;
+  // Training: the picker sees inputs that require grad, never a backward flag of its own.
+  call.requires_grad = p.backward;
+  if (p.backward) {
+    call.notes.push_back(
+        "Q, K and V require grad (bwd): the picker applies its training rules, and the kernel "
+        "it picks also runs the backward");
+  }
+  q.backward = false;
 
   auto no = [&](std::string why) { call.not_expressible.push_back(std::move(why)); };
   if (p.window.enabled) no("sliding windows: PyTorch's SDPA has no window argument");
@@ -240,8 +248,66 @@ TorchCall torch_call(const Problem& p) {
   return call;
 }
 
+namespace {
+
+// The training rules (inputs that require grad) of PyTorch's picker, from its source (ATen's
+// sdp_utils.cpp and torch/nested/_internal/sdpa.py, torch 2.15). On the CPU there are none:
+// the CPU picker's choice does not depend on requires_grad (checked against PyTorch by
+// scripts/pytorch-picker-diff.py on sampled `bwd` cases).
+void training_checks(const Backend& b, const TorchCall& call, const Device& device, Support& s) {
+  if (!call.requires_grad || b.capabilities().device != DeviceKind::cuda ||
+      device.kind != DeviceKind::cuda) {
+    return;
+  }
+  const Problem& p = call.problem;
+  const std::string kind = pytorch_backend_name(b);
+  const int sm = device.cuda.sm;
+  // check_requires_grad_and_head_dim_gt192_constraints_on_sm86_89_or_120: FlashAttention's
+  // backward cannot run these head dims on the consumer architectures' shared memory.
+  const bool consumer = sm == 86 || sm == 89 || sm == 120 || sm == 121;
+  const std::int64_t d = p.head_dim_qk;
+  if (kind == "flash" && consumer && ((d > 192 && d <= 224) || (d > 224 && p.dropout_p > 0))) {
+    s.decline("training (inputs require grad) with head dim " + str(d) +
+              (d > 224 ? " > 224 and dropout p=" + format_p(p.dropout_p) : " in (192, 224]") +
+              " is not supported by flash on " + sm_name(sm) +
+              " (check_requires_grad_and_head_dim_gt192_constraints_on_sm86_89_or_120)");
+  }
+  // check_cudnn_d256_bprop_head_dim: where cuDNN's forward takes head dim 256 (sm90 minor 0
+  // or sm10x with cuDNN > 9.22, not sm107 with cuDNN <= 9.25), its backward takes only
+  // (<= 128, <= 128), (192, 128) and (256, 256). (The check also needs a cuDNN frontend of
+  // 1.24 or newer in the wheel's build: a build fact, assumed.)
+  const int v = device.cuda.cudnn_version;
+  const bool d256 = (sm == 90 || sm / 10 == 10) && v > 92200 && !(sm == 107 && v <= 92500);
+  const std::int64_t dv = p.head_dim_v;
+  if (kind == "cudnn" && d256 &&
+      !((d <= 128 && dv <= 128) || (d == 192 && dv == 128) || (d == 256 && dv == 256))) {
+    s.decline("training (inputs require grad): cuDNN's backward on " + sm_name(sm) +
+              " takes head dims (<= 128, <= 128), (192, 128) or (256, 256), not (" + str(d) + ", " +
+              str(dv) + ") (check_cudnn_d256_bprop_head_dim)");
+  }
+  // check_requires_grad_and_nested (can_use_mem_efficient_attention, not on ROCm).
+  if (call.route == TorchRoute::nested && kind == "efficient") {
+    s.decline(
+        "training (inputs require grad) with NestedTensor inputs is not supported by "
+        "mem-efficient (check_requires_grad_and_nested)");
+  }
+  // _check_for_seq_len_0_nested: "Both fused kernels do not support training with
+  // broadcasted NT inputs": without grad a single KV head broadcasts, with grad it does not
+  // (other head counts are declined either way, in pytorch_route_checks).
+  if (call.route == TorchRoute::nested && p.heads_kv == 1 && p.heads_q != 1 &&
+      (kind == "flash" || kind == "efficient" || kind == "cudnn")) {
+    s.decline(
+        "NestedTensor inputs: training (inputs require grad) needs as many key/value "
+        "heads as query heads, a single one does not broadcast (hq=" +
+        str(p.heads_q) + ", hkv=" + str(p.heads_kv) + ", _check_for_seq_len_0_nested)");
+  }
+}
+
+}  // namespace
+
 void pytorch_route_checks(const Backend& b, const TorchCall& call, const Device& device,
                           Support& s) {
+  training_checks(b, call, device, s);
   // Only the jagged route adds rules, and only for a backend of the device's kind (another
   // kind has its one reason already).
   if (call.route != TorchRoute::nested || b.capabilities().device != device.kind) return;

@@ -55,13 +55,17 @@ struct TorchCall {
   Problem problem;  // what the picker sees (O contiguous: PyTorch allocates it); for
                     // causal_bias the mask-free problem flash and efficient are asked about
   std::optional<Problem> masked;  // causal_bias: the SDPA call with the materialised mask
+  bool requires_grad = false;     // Q, K, V require grad (a `bwd` case): the training rules
+                                  // apply; `problem` and `masked` have backward off (which
+                                  // kernel runs the backward is the chosen one's business)
 };
 
 // The call PyTorch's public API makes of `p` (a valid problem).
 TorchCall torch_call(const Problem& p);
 
 // Rules of the model that are not a backend's own supports(): the jagged picker's extra
-// checks on NestedTensor inputs. Appends to `s`.
+// checks on NestedTensor inputs, and the training rules (inputs that require grad).
+// Appends to `s`.
 void pytorch_route_checks(const Backend& b, const TorchCall& call, const Device& device,
                           Support& s);
 

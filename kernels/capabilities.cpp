@@ -43,7 +43,8 @@ void check_capabilities(const Capabilities& caps, const Problem& p, const Device
                         Support& s) {
   if (p.backward && !caps.backward) s.decline("has no backward pass (bwd)");
   if (p.backward && caps.backward && caps.backward_needs_lse && !p.want_lse)
-    s.decline("its backward recomputes P from the forward's LSE: a backward case must ask for it (lse)");
+    s.decline(
+        "its backward recomputes P from the forward's LSE: a backward case must ask for it (lse)");
   if (device.kind != caps.device) {
     s.decline(std::string("runs on ") + (caps.device == DeviceKind::cpu ? "CPU" : "CUDA") +
               " devices, not on " + device.name);

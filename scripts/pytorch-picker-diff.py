@@ -46,12 +46,13 @@ def torch_dtype(torch, name):
     return getattr(torch, name)
 
 
-def dense(torch, t, dtype, device):
+def dense(torch, t, dtype, device, requires_grad=False):
     shape, stride, offset = t["shape"], t["stride"], t["offset"]
     need = offset + 1 + sum((n - 1) * s for n, s in zip(shape, stride) if n > 0)
     if any(n == 0 for n in shape):
         need = offset + 1
-    storage = torch.zeros(need, dtype=dtype, device=device)
+    # A `bwd` case: the inputs require grad, as in a training step (the storage is the leaf).
+    storage = torch.zeros(need, dtype=dtype, device=device, requires_grad=requires_grad)
     return torch.as_strided(storage, shape, stride, offset)
 
 
@@ -64,8 +65,8 @@ def mask_tensor(torch, m, dtype, device):
     return base.expand(shape)
 
 
-def jagged(torch, t, lengths, dtype, device):
-    values = dense(torch, t, dtype, device)  # [total, H, D] with the problem's strides
+def jagged(torch, t, lengths, dtype, device, requires_grad=False):
+    values = dense(torch, t, dtype, device, requires_grad)  # [total, H, D], the problem's strides
     offsets = torch.tensor([0] + list(__import__("itertools").accumulate(lengths)),
                            dtype=torch.int64, device=device)
     nt = torch.nested.nested_tensor_from_jagged(values, offsets)
@@ -76,11 +77,12 @@ def torch_sdpa_choice(torch, call, device):
     from torch.backends.cuda import SDPAParams, can_use_efficient_attention, can_use_flash_attention
     dtype = torch_dtype(torch, call["dtype"])
     p, causal, scale, gqa = call["dropout_p"], call["is_causal"], call["scale"], call["enable_gqa"]
+    grad = call.get("requires_grad", False)
     if call["route"] == "nested":
         from torch.nested._internal.sdpa import _select_sdp_backend
-        q = jagged(torch, call["q"], call["seqlens_q"], dtype, device)
-        k = jagged(torch, call["k"], call["seqlens_kv"], dtype, device)
-        v = jagged(torch, call["v"], call["seqlens_kv"], dtype, device)
+        q = jagged(torch, call["q"], call["seqlens_q"], dtype, device, grad)
+        k = jagged(torch, call["k"], call["seqlens_kv"], dtype, device, grad)
+        v = jagged(torch, call["v"], call["seqlens_kv"], dtype, device, grad)
         try:
             backend = _select_sdp_backend(q, k, v, None, p, causal, gqa)
         except RuntimeError as e:
@@ -91,7 +93,7 @@ def torch_sdpa_choice(torch, call, device):
             return "error"
         return {"FLASH_ATTENTION": "flash", "EFFICIENT_ATTENTION": "efficient", "MATH": "math",
                 "CUDNN_ATTENTION": "cudnn", "ERROR": "error"}[backend.name]
-    q, k, v = (dense(torch, call[n], dtype, device) for n in ("q", "k", "v"))
+    q, k, v = (dense(torch, call[n], dtype, device, grad) for n in ("q", "k", "v"))
     if call["route"] == "causal_bias":
         # CausalBias._dispatch (torch/nn/attention/bias.py), LOWER_RIGHT with L != S.
         params = SDPAParams(q, k, v, None, p, False, gqa)
@@ -130,6 +132,8 @@ def run_sdpa(a):
         theirs = torch_sdpa_choice(torch, call, device)
         ours = r["pytorch_choice"]
         choices[theirs] += 1
+        if call.get("requires_grad"):
+            choices["(of them with inputs that require grad)"] += 1
         record.append({"kind": "sdpa", "case": r["case"], "device": a.device, "torch": theirs})
         if theirs == ours:
             agree += 1

@@ -202,8 +202,7 @@ void apply_families(Problem& p, const CaseChoices& c, const SamplerOptions& o, M
   // overlaps itself (a zero stride) keeps the case forward-only.
   if (o.backward && c.backward) {
     p.backward = true;
-    p.want_lse =
-        o.lse_output && (c.lse || !o.backward_without_lse || !c.backward_without_lse);
+    p.want_lse = o.lse_output && (c.lse || !o.backward_without_lse || !c.backward_without_lse);
     if (!validate(p).empty()) {
       p.backward = false;
       p.want_lse = o.lse_output && c.lse;
@@ -423,7 +422,7 @@ CaseChoices draw_choices(std::uint64_t seed, const SamplerOptions& o) {
   c.seed = d.u64() % 1000000007u;
   // Drawn after the data so that the earlier choices of a seed stay what they were.
   c.stride_kind = d.chance(10) ? 1 + static_cast<int>(d.below(kStrideKindCount - 1)) : 0;
-  c.backward = d.chance(15);  // after the strides, for the same reason
+  c.backward = d.chance(15);              // after the strides, for the same reason
   c.backward_without_lse = d.chance(25);  // last, for the same reason
   return c;
 }

@@ -316,7 +316,8 @@ std::optional<Case> runnable(const std::vector<int>& a, const Backend& backend,
   Case c = std::get<Case>(parsed);
   if (a[kStrides] != 0) {
     // Strides are set on the parsed problem (the ID then names them explicitly).
-    apply_stride_kind(c.problem, a[kStrides] == 1 ? StrideKind::head_dim_2 : StrideKind::transposed);
+    apply_stride_kind(c.problem,
+                      a[kStrides] == 1 ? StrideKind::head_dim_2 : StrideKind::transposed);
     auto reparsed = parse_case_id(format_case_id(c));
     if (!std::holds_alternative<Case>(reparsed)) return std::nullopt;
     c = std::get<Case>(reparsed);

@@ -44,7 +44,7 @@ Capabilities make_capabilities() {
   c.weights_output = false;
   c.deterministic = true;
   c.batch_invariant = true;
-  c.backward = true;  // flash_backward.cpp
+  c.backward = true;            // flash_backward.cpp
   c.backward_needs_lse = true;  // P = exp(s - LSE)
   c.traits.fused_mha = true;
   c.traits.isa_targets = true;

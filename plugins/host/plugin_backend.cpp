@@ -125,8 +125,7 @@ class PluginBackend final : public Backend {
     if (b_.run_backward(b_.state, &lowered.params(), &cd, options.threads, error.data(),
                         error.size()) != 0) {
       error.back() = '\0';
-      throw std::runtime_error(name_ + ": " +
-                               (error[0] ? error.data() : "run_backward() failed"));
+      throw std::runtime_error(name_ + ": " + (error[0] ? error.data() : "run_backward() failed"));
     }
   }
 

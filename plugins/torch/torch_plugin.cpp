@@ -31,10 +31,10 @@
 // is_causal together with attn_mask; its own CausalBias(LOWER_RIGHT) materialises exactly
 // this mask on CPU).
 #include <ATen/ATen.h>
-#include <torch/csrc/autograd/autograd.h>
 #include <ATen/Parallel.h>
 #include <ATen/Version.h>
 #include <c10/util/Exception.h>
+#include <torch/csrc/autograd/autograd.h>
 #include <torch/headeronly/version.h>
 
 #include <cmath>
@@ -97,8 +97,8 @@ int32_t torch_precision(void*, int32_t dtype, sdpa_cts_precision* out) {
   // The backward of the flash kernel (cpu_flash_attention_backward) rounds P and dS to the
   // input type before its gemms for f16 / bf16; the public op's picker sends a backward to
   // it whenever it can, so its contract is the same.
-  out->ds_type = dtype == SDPA_CTS_DTYPE_F16 || dtype == SDPA_CTS_DTYPE_BF16 ? dtype
-                                                                             : out->accumulate;
+  out->ds_type =
+      dtype == SDPA_CTS_DTYPE_F16 || dtype == SDPA_CTS_DTYPE_BF16 ? dtype : out->accumulate;
   return 0;
 }
 
@@ -271,9 +271,9 @@ void compute_backward(Op op, const sdpa_cts_params* p, int32_t threads) {
   at::Tensor dq, dk, dv;
   if (op == Op::flash_cpu) {
     at::Tensor o = view4(p->o, os, p->o_stride, t);
-    at::Tensor lse =
-        B * Hq * L > 0 ? at::from_blob(p->lse, {B, Hq, L}, at::TensorOptions().dtype(at::kFloat))
-                       : at::empty({B, Hq, L}, at::TensorOptions().dtype(at::kFloat));
+    at::Tensor lse = B * Hq * L > 0
+                         ? at::from_blob(p->lse, {B, Hq, L}, at::TensorOptions().dtype(at::kFloat))
+                         : at::empty({B, Hq, L}, at::TensorOptions().dtype(at::kFloat));
     if (t == at::kDouble) {
       // The kernel keeps an f64 LSE for f64 inputs; the ABI's LSE is f32, which would perturb
       // P by its rounding. The forward op runs again for its own O and LSE, as a training
@@ -329,8 +329,8 @@ int32_t guarded(Body body, char* error, size_t error_size) {
 }
 
 template <Op op>
-int32_t torch_run_backward(void*, const sdpa_cts_params* p, const sdpa_cts_device*,
-                           int32_t threads, char* error, size_t error_size) {
+int32_t torch_run_backward(void*, const sdpa_cts_params* p, const sdpa_cts_device*, int32_t threads,
+                           char* error, size_t error_size) {
   return guarded([&] { compute_backward(op, p, threads); }, error, error_size);
 }
 

@@ -210,7 +210,8 @@ TEST(PluginAbi2, ABackwardThatReadsTheLseGetsOnlyCasesWithIt) {
   const Case without = parse_case_id_or_throw("b1.hq2.l3.s4.dqk8.f32.bwd.seed1.gen=normal");
   const Case with = parse_case_id_or_throw("b1.hq2.l3.s4.dqk8.f32.lse.bwd.seed1.gen=normal");
   const Device cpu = parse_device_or_throw("cpu");
-  sdpa_cts_backend b = fake_backend(kMost | SDPA_CTS_CAP_BACKWARD | SDPA_CTS_CAP_BACKWARD_NEEDS_LSE);
+  sdpa_cts_backend b =
+      fake_backend(kMost | SDPA_CTS_CAP_BACKWARD | SDPA_CTS_CAP_BACKWARD_NEEDS_LSE);
   b.run_backward = fake_run_backward;
   const auto needs = make_plugin_backend(b);
   EXPECT_TRUE(needs->capabilities().backward_needs_lse);

@@ -53,17 +53,17 @@ TEST(PairCoverage, StrideKindsComeFromTheStrides) {
   EXPECT_EQ(value_of(strided, "cpu.math", "strides"), "head_dim_2");
   // A view x[..., ::2] of a dense tensor keeps its row pitch and layout.
   EXPECT_EQ(value_of(strided, "cpu.math", "row_pitch"), "dense");
-  EXPECT_EQ(value_of(with_strides(base + ".gap=3", StrideKind::head_dim_2), "cpu.math",
-                     "row_pitch"),
-            "gap_odd");
-  EXPECT_EQ(value_of(with_strides(base + ".lay=bshd", StrideKind::head_dim_2), "cpu.math",
-                     "layout"),
-            "bshd");
+  EXPECT_EQ(
+      value_of(with_strides(base + ".gap=3", StrideKind::head_dim_2), "cpu.math", "row_pitch"),
+      "gap_odd");
+  EXPECT_EQ(
+      value_of(with_strides(base + ".lay=bshd", StrideKind::head_dim_2), "cpu.math", "layout"),
+      "bshd");
   EXPECT_EQ(value_of(with_strides(base, StrideKind::transposed), "cpu.math", "strides"),
             "transposed_kv");
-  EXPECT_EQ(value_of(with_strides(base + ".lay=bshd", StrideKind::transposed), "cpu.flash",
-                     "strides"),
-            "transposed_kv");
+  EXPECT_EQ(
+      value_of(with_strides(base + ".lay=bshd", StrideKind::transposed), "cpu.flash", "strides"),
+      "transposed_kv");
 }
 
 TEST(PairCoverage, StridePairsAreImpossibleOnlyWhereTheBackendNeedsUnitStride) {
@@ -85,8 +85,9 @@ TEST(PairCoverage, JobsCountOnTheirOwnTargetsAndThreads) {
   // Results of one run on one SIMD target at one thread: the other targets' pairs are not
   // counted, and the two-thread value stays uncovered.
   const Backend& math = find_backend_or_throw("cpu.math");
-  const std::vector<CoverageJob> jobs = {{"b1.hq2.l5.s7.dqk32.f32", "cpu.math", IsaTarget::avx2, 1},
-                                         {"b1.hq2.l5.s7.dqk32.f32", "cpu.flash", IsaTarget::avx2, 2}};
+  const std::vector<CoverageJob> jobs = {
+      {"b1.hq2.l5.s7.dqk32.f32", "cpu.math", IsaTarget::avx2, 1},
+      {"b1.hq2.l5.s7.dqk32.f32", "cpu.flash", IsaTarget::avx2, 2}};
   const auto cov = pair_coverage(math, jobs, {});
   EXPECT_EQ(cov.jobs, 1u);
   EXPECT_GT(cov.not_run, 0u);
@@ -271,10 +272,9 @@ TEST(PairCoverage, NoGeneratedCaseIsMistrusted) {
 TEST(PairCoverage, ARestrictedSetCoversEveryAllowedPairItDoesNotReportImpossible) {
   // f16 only, no mask, window, dropout, softcap, packed rows or row gaps; no empty problem.
   PairRestriction r;
-  r.values = {{"dtype", {"f16"}},      {"mask", {"none"}},   {"window", {"off"}},
-              {"dropout", {"off"}},    {"softcap", {"off"}}, {"varlen", {"none", "padded"}},
-              {"row_pitch", {"dense"}},
-              {"strides", {"unit"}}};
+  r.values = {{"dtype", {"f16"}},       {"mask", {"none"}},   {"window", {"off"}},
+              {"dropout", {"off"}},     {"softcap", {"off"}}, {"varlen", {"none", "padded"}},
+              {"row_pitch", {"dense"}}, {"strides", {"unit"}}};
   r.admit = [](const Case& c) {
     return c.problem.len_q > 0 && c.problem.len_kv > 0;  // no empty problem
   };
@@ -367,18 +367,10 @@ TEST(PairCoverage, IsolatedPairsAreEachFeatureAloneAndEveryTwoTogether) {
   // Two element types, two features (causal bottom-right, per-batch lengths): each feature
   // alone on each type, the two together on the first type, nothing else.
   PairRestriction r;
-  r.values = {{"dtype", {"f16", "bf16"}},
-              {"causal", {"none", "br"}},
-              {"window", {"off"}},
-              {"mask", {"none"}},
-              {"dropout", {"off"}},
-              {"softcap", {"off"}},
-              {"backward", {"off"}},
-              {"varlen", {"none", "padded"}},
-              {"heads", {"mha"}},
-              {"layout", {"bhsd"}},
-              {"row_pitch", {"dense"}},
-              {"strides", {"unit"}}};
+  r.values = {{"dtype", {"f16", "bf16"}}, {"causal", {"none", "br"}},     {"window", {"off"}},
+              {"mask", {"none"}},         {"dropout", {"off"}},           {"softcap", {"off"}},
+              {"backward", {"off"}},      {"varlen", {"none", "padded"}}, {"heads", {"mha"}},
+              {"layout", {"bhsd"}},       {"row_pitch", {"dense"}},       {"strides", {"unit"}}};
   const Backend& math = find_backend_or_throw("cpu.math");
   const Device device = with_isa_target(detect_cpu(), "scalar");
   const auto ids = isolated_pair_cases(math, device, r);
