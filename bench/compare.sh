@@ -9,6 +9,8 @@
 #                    [--backends "cpu.math cpu.mem_efficient cpu.flash"] [CASE...]
 #
 # Defaults: 2 threads, 3 rounds of best-of-3, build/release, the docs/PERFORMANCE.md shapes.
+# A case with `bwd` also gets a second table: the backward alone (best seconds, GFLOP/s at
+# 2.5 x the forward's FLOPs, and its time over the forward's), from the same runs.
 # PyTorch comes from .venv-bench (python3 -m venv .venv-bench &&
 # .venv-bench/bin/pip install -r bench/requirements.txt: pinned).
 set -euo pipefail
@@ -85,5 +87,14 @@ for key in order:
     print(f"| {key[0]} | {j['backend']} | {j['seconds_best']:.4f} | {med:.4f} | "
           f"{j['gflops_best']:.1f} | {j['kv_gbytes_per_s_best']:.1f} | "
           f"{'-' if cpu is None else f'{cpu:.4f}'} | {loads} |")
+backward = [k for k in order if rows[k]["best"] and "backward_seconds_best" in rows[k]["best"]]
+if backward:
+    print()
+    print("| case | backend | backward best s | backward GFLOP/s | backward / forward |")
+    print("|---|---|---|---|---|")
+    for key in backward:
+        j = rows[key]["best"]
+        print(f"| {key[0]} | {j['backend']} | {j['backward_seconds_best']:.4f} | "
+              f"{j['backward_gflops_best']:.2f} | {j['backward_over_forward']:.1f} |")
 print(f"<!-- raw: {sys.argv[1]} -->")
 PY

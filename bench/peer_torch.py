@@ -8,8 +8,11 @@ gflops_best, kv_gbytes_per_s_best, ...), so bench/compare.sh can put them side b
         --threads 2 --repeat 5 [--sdpa-backend default|flash|math]
 
 Only the fields that define the computed shape are accepted (b, hq, hkv, l, s, dqk, dv, the
-dtype, causal, seed, gen, lse); anything else is an error, since torch would not compute the
-same problem. Inputs are torch.randn in the case's dtype, contiguous [B, H, L, D].
+dtype, causal, seed, gen, lse, bwd); anything else is an error, since torch would not compute
+the same problem. Inputs are torch.randn in the case's dtype, contiguous [B, H, L, D].
+With `bwd` it also times the backward alone, as `sdpa-cts bench` does: torch.autograd.grad of
+the output with dO (the forward run once, outside the timing, with retain_graph),
+backward_seconds_*, backward_gflops_* (2.5 x the forward's FLOPs) and backward_over_forward.
 """
 import argparse
 import json
@@ -48,6 +51,9 @@ def parse_case(case_id):
             shape["causal"] = tok.split("=")[1]
             continue
         if re.fullmatch(r"seed\d+|gen=[a-z0-9_]+|lse", tok):
+            continue
+        if tok == "bwd":
+            shape["bwd"] = True
             continue
         die(f"case field '{tok}' is not supported by this peer")
     for k in ("b", "hq", "l", "s", "dqk"):
@@ -112,7 +118,7 @@ def main():
     best, median = times[0], times[len(times) // 2]
     flops = 2.0 * B * H * L * S * (D + Dv) / (2 if causal else 1)
     kv_bytes = float(B * Hk * S * (D + Dv) * SIZES[dt])
-    print(json.dumps({
+    result = {
         "backend": f"torch.{args.sdpa_backend}",
         "torch": torch.__version__,
         "case": args.case,
@@ -125,7 +131,36 @@ def main():
         "kv_bytes": kv_bytes,
         "kv_gbytes_per_s_best": kv_bytes / best * 1e-9,
         "kv_gbytes_per_s_median": kv_bytes / median * 1e-9,
-    }))
+    }
+    if shape.get("bwd"):
+        qg, kg, vg = (t.clone().requires_grad_(True) for t in (q, k, v))
+        if backends is None:
+            out = F.scaled_dot_product_attention(qg, kg, vg, **kwargs)
+        else:
+            with sdpa_kernel(backends):
+                out = F.scaled_dot_product_attention(qg, kg, vg, **kwargs)
+        d_o = torch.randn(out.shape, generator=g).to(dtype)
+
+        def backward():
+            torch.autograd.grad(out, (qg, kg, vg), d_o, retain_graph=True)
+
+        for _ in range(args.warmup):
+            backward()
+        btimes = []
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            backward()
+            btimes.append(time.perf_counter() - t0)
+        btimes.sort()
+        bbest, bmedian = btimes[0], btimes[len(btimes) // 2]
+        result.update({
+            "backward_seconds_best": bbest,
+            "backward_seconds_median": bmedian,
+            "backward_gflops_best": 2.5 * flops / bbest * 1e-9,
+            "backward_gflops_median": 2.5 * flops / bmedian * 1e-9,
+            "backward_over_forward": bbest / best,
+        })
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,12 @@
 // Linux adds the CPU time of threads running on other cores at scheduler ticks (a few ms),
 // so for runs that short it under-counts them and means little.
 //
+// A backward case (`bwd`) also times the backward pass alone (run_backward after one forward
+// run has written O and the LSE): backward_seconds_best / _median, backward_gflops_* with the
+// backward's FLOPs counted as 2.5 times the forward's (FlashAttention's convention: five
+// matrix products against the forward's two), and backward_over_forward, the ratio of the
+// best backward time to the best forward time.
+//
 // Exit codes: 0 timed; 2 bad usage: unknown backend or SIMD target, invalid case ID or
 // problem, or a problem the backend declines (every reason is printed).
 #include <omp.h>
@@ -119,17 +125,22 @@ int run(const Options& opt) {
   }
   const Buffers& buf = placed->get();
   const RunOptions ro{opt.threads};
-  for (int k = 0; k < opt.warmup; ++k) backend->run(p, buf, device, ro);
-  std::vector<std::pair<double, double>> runs;  // (wall seconds, process CPU seconds)
-  for (int k = 0; k < opt.repeat; ++k) {
-    const double c0 = process_cpu_seconds();
-    const auto t0 = std::chrono::steady_clock::now();
-    backend->run(p, buf, device, ro);
-    const double wall =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    runs.emplace_back(wall, process_cpu_seconds() - c0);
-  }
-  std::sort(runs.begin(), runs.end());
+  // (wall seconds, process CPU seconds) of --repeat timed calls after --warmup untimed ones.
+  auto time_runs = [&](const auto& call) {
+    for (int k = 0; k < opt.warmup; ++k) call();
+    std::vector<std::pair<double, double>> runs;
+    for (int k = 0; k < opt.repeat; ++k) {
+      const double c0 = process_cpu_seconds();
+      const auto t0 = std::chrono::steady_clock::now();
+      call();
+      const double wall =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      runs.emplace_back(wall, process_cpu_seconds() - c0);
+    }
+    std::sort(runs.begin(), runs.end());
+    return runs;
+  };
+  const auto runs = time_runs([&] { backend->run(p, buf, device, ro); });
   const double best = runs.front().first, median = runs[runs.size() / 2].first;
   const double flops = forward_flops(p), bytes = kv_bytes(p);
   const std::string simd =
@@ -151,6 +162,22 @@ int run(const Options& opt) {
   j["kv_bytes"] = bytes;
   j["kv_gbytes_per_s_best"] = bytes / best * 1e-9;
   j["kv_gbytes_per_s_median"] = bytes / median * 1e-9;
+  if (p.backward) {
+    // Host memory only: the backends with a backward are CPU ones (O and the LSE in `buf`
+    // are the last forward run's).
+    if (backend->run_memory_space(device) != MemorySpace::host) {
+      return fail(std::string(backend->name()) + ": the backward is timed in host memory only");
+    }
+    GradientBuffers g = make_gradient_outputs(p);
+    const GradientPointers grads{in.d_out->data(), g.dq.data(), g.dk.data(), g.dv.data()};
+    const auto back = time_runs([&] { backend->run_backward(p, buf, grads, device, ro); });
+    const double bbest = back.front().first, bmedian = back[back.size() / 2].first;
+    j["backward_seconds_best"] = bbest;
+    j["backward_seconds_median"] = bmedian;
+    j["backward_gflops_best"] = 2.5 * flops / bbest * 1e-9;
+    j["backward_gflops_median"] = 2.5 * flops / bmedian * 1e-9;
+    j["backward_over_forward"] = bbest / best;
+  }
   std::cout << j.dump() << "\n";
   return 0;
 }

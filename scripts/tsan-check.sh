@@ -3,18 +3,24 @@
 # with Clang and -fsanitize=thread (the `tsan` preset, LLVM's OpenMP runtime), then runs the
 # smoke tier on every CPU backend and SIMD target at 3 and 4 threads in this process, with
 # LLVM's Archer tool loaded so that TSan understands OpenMP's barriers and reductions. Any
-# data race report fails the run (halt_on_error).
+# data race report fails the run (halt_on_error). `.ci/run` runs the backward cases of the ci
+# tier (`--filter '\.bwd\.' --simd scalar --threads 3`: the backward is one portable code path
+# for every SIMD target).
 #
-#   scripts/tsan-check.sh [--tier T] [--threads "3 4"]
+#   scripts/tsan-check.sh [--tier T] [--threads "3 4"] [--simd all|T] [--filter REGEX]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tier=smoke
 threads="3 4"
+simd=all
+filter=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --tier) tier=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
-    *) echo "usage: $0 [--tier T] [--threads \"3 4\"]" >&2; exit 2 ;;
+    --simd) simd=$2; shift 2 ;;
+    --filter) filter=(--filter "$2"); shift 2 ;;
+    *) echo "usage: $0 [--tier T] [--threads \"3 4\"] [--simd all|T] [--filter REGEX]" >&2; exit 2 ;;
   esac
 done
 cmake --preset tsan > /dev/null
@@ -29,7 +35,8 @@ export OMP_TOOL_LIBRARIES="$archer"
 # for it, else its internal hand-offs are reported as races).
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ignore_noninstrumented_modules=1"
 for t in $threads; do
-  echo "== tier $tier, $t threads, every CPU backend and SIMD target, under ThreadSanitizer"
-  build/tsan/cli/sdpa-cts run --tier "$tier" --simd all --threads "$t" --no-isolate --no-report
+  echo "== tier $tier ${filter[*]}, $t threads, every CPU backend, SIMD $simd, under ThreadSanitizer"
+  build/tsan/cli/sdpa-cts run --tier "$tier" "${filter[@]}" --simd "$simd" --threads "$t" \
+    --no-isolate --no-report
 done
 echo "tsan-check: no data race reported"
