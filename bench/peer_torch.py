@@ -107,15 +107,19 @@ def main():
             with sdpa_kernel(backends):
                 return F.scaled_dot_product_attention(q, k, v, **kwargs)
 
-    for _ in range(args.warmup):
-        call()
-    times = []
-    for _ in range(args.repeat):
-        t0 = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - t0)
-    times.sort()
-    best, median = times[0], times[len(times) // 2]
+    def timed(fn):
+        """(best, median) seconds of --repeat calls after --warmup untimed ones."""
+        for _ in range(args.warmup):
+            fn()
+        times = []
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+        times.sort()
+        return times[0], times[len(times) // 2]
+
+    best, median = timed(call)
     flops = 2.0 * B * H * L * S * (D + Dv) / (2 if causal else 1)
     kv_bytes = float(B * Hk * S * (D + Dv) * SIZES[dt])
     result = {
@@ -123,7 +127,7 @@ def main():
         "torch": torch.__version__,
         "case": args.case,
         "threads": torch.get_num_threads(),
-        "repeat": len(times),
+        "repeat": args.repeat,
         "seconds_best": best,
         "seconds_median": median,
         "gflops_best": flops / best * 1e-9,
@@ -144,15 +148,7 @@ def main():
         def backward():
             torch.autograd.grad(out, (qg, kg, vg), d_o, retain_graph=True)
 
-        for _ in range(args.warmup):
-            backward()
-        btimes = []
-        for _ in range(args.repeat):
-            t0 = time.perf_counter()
-            backward()
-            btimes.append(time.perf_counter() - t0)
-        btimes.sort()
-        bbest, bmedian = btimes[0], btimes[len(btimes) // 2]
+        bbest, bmedian = timed(backward)
         result.update({
             "backward_seconds_best": bbest,
             "backward_seconds_median": bmedian,

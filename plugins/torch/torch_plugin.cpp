@@ -347,70 +347,35 @@ constexpr uint32_t kCommonFlags = SDPA_CTS_CAP_BOOL_MASK | SDPA_CTS_CAP_ADDITIVE
                                   SDPA_CTS_CAP_CAUSAL_TOP_LEFT | SDPA_CTS_CAP_CAUSAL_BOTTOM_RIGHT |
                                   SDPA_CTS_CAP_GQA;
 
+// One backend of the plugin: every one is a CPU backend of every element type, with no
+// head-dim limit (the math path takes what the flash kernel does not) and no dispatcher trait
+// (it is judged, not picked).
+template <Op op>
+constexpr sdpa_cts_backend torch_backend(const char* name, uint32_t flags,
+                                         int32_t (*precision)(void*, int32_t,
+                                                              sdpa_cts_precision*)) {
+  return {
+      sizeof(sdpa_cts_backend),
+      name,
+      nullptr,
+      {sizeof(sdpa_cts_capabilities), kAllDtypes, SDPA_CTS_DEVICE_CPU, 0, 1,
+       kCommonFlags | SDPA_CTS_CAP_BACKWARD | flags, 0, SDPA_CTS_MEMORY_HOST,
+       SDPA_CTS_PYTORCH_NONE},
+      precision,
+      torch_supports,
+      torch_run<op>,
+      torch_run_backward<op>,
+  };
+}
+
 const sdpa_cts_backend kBackends[] = {
-    {
-        sizeof(sdpa_cts_backend),
-        "torch.sdpa",
-        nullptr,
-        {
-            sizeof(sdpa_cts_capabilities),
-            kAllDtypes,
-            SDPA_CTS_DEVICE_CPU,
-            0,  // no head-dim limit (the math path takes what the flash kernel does not)
-            1,
-            kCommonFlags | SDPA_CTS_CAP_DIFFERENT_V_DIM | SDPA_CTS_CAP_EMPTY_PROBLEMS |
-                SDPA_CTS_CAP_BACKWARD,
-            0,  // no dispatcher trait: it is judged, not picked
-            SDPA_CTS_MEMORY_HOST,
-            SDPA_CTS_PYTORCH_NONE,
-        },
-        torch_precision,
-        torch_supports,
-        torch_run<Op::sdpa>,
-        torch_run_backward<Op::sdpa>,
-    },
-    {
-        sizeof(sdpa_cts_backend),
-        "torch.flash_cpu",
-        nullptr,
-        {
-            sizeof(sdpa_cts_capabilities),
-            kAllDtypes,
-            SDPA_CTS_DEVICE_CPU,
-            0,
-            1,
-            kCommonFlags | SDPA_CTS_CAP_LSE | SDPA_CTS_CAP_BACKWARD |
-                SDPA_CTS_CAP_BACKWARD_NEEDS_LSE,
-            0,  // no dispatcher trait: it is judged, not picked
-            SDPA_CTS_MEMORY_HOST,
-            SDPA_CTS_PYTORCH_NONE,
-        },
-        torch_precision,
-        torch_supports,
-        torch_run<Op::flash_cpu>,
-        torch_run_backward<Op::flash_cpu>,
-    },
-    {
-        sizeof(sdpa_cts_backend),
-        "torch.math",
-        nullptr,
-        {
-            sizeof(sdpa_cts_capabilities),
-            kAllDtypes,
-            SDPA_CTS_DEVICE_CPU,
-            0,
-            1,
-            kCommonFlags | SDPA_CTS_CAP_DIFFERENT_V_DIM | SDPA_CTS_CAP_EMPTY_PROBLEMS |
-                SDPA_CTS_CAP_BACKWARD,
-            0,  // no dispatcher trait: it is judged, not picked
-            SDPA_CTS_MEMORY_HOST,
-            SDPA_CTS_PYTORCH_NONE,
-        },
-        torch_math_precision,
-        torch_supports,
-        torch_run<Op::math>,
-        torch_run_backward<Op::math>,
-    },
+    torch_backend<Op::sdpa>(
+        "torch.sdpa", SDPA_CTS_CAP_DIFFERENT_V_DIM | SDPA_CTS_CAP_EMPTY_PROBLEMS, torch_precision),
+    torch_backend<Op::flash_cpu>(
+        "torch.flash_cpu", SDPA_CTS_CAP_LSE | SDPA_CTS_CAP_BACKWARD_NEEDS_LSE, torch_precision),
+    torch_backend<Op::math>("torch.math",
+                            SDPA_CTS_CAP_DIFFERENT_V_DIM | SDPA_CTS_CAP_EMPTY_PROBLEMS,
+                            torch_math_precision),
 };
 
 const sdpa_cts_plugin kPlugin = {
