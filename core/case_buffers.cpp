@@ -47,14 +47,17 @@ GuardViolation GradientBuffers::check() const {
   for (const GuardedBuffer* g : {&dq, &dk, &dv}) {
     if (auto v = g->check()) return v;
   }
+  if (dbias) return dbias->check();
   return {};
 }
 
 GradientBuffers make_gradient_outputs(const Problem& p) {
   const std::size_t es = dtype_size(p.dtype);
-  return {GuardedBuffer("dq", es, q_view(p), p.q.base_offset),
-          GuardedBuffer("dk", es, k_view(p), p.k.base_offset),
-          GuardedBuffer("dv", es, v_view(p), p.v.base_offset)};
+  GradientBuffers g(GuardedBuffer("dq", es, q_view(p), p.q.base_offset),
+                    GuardedBuffer("dk", es, k_view(p), p.k.base_offset),
+                    GuardedBuffer("dv", es, v_view(p), p.v.base_offset));
+  if (p.bias_grad) g.dbias.emplace("dbias", es, mask_view(p));
+  return g;
 }
 
 std::vector<double> logical_d_out(const Problem& p, const GuardedBuffer& d_out) {

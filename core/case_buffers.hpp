@@ -55,6 +55,8 @@ struct GradientBuffers {
   GuardedBuffer dq;  // q_view
   GuardedBuffer dk;  // k_view
   GuardedBuffer dv;  // v_view
+  std::optional<GuardedBuffer> dbias;  // mask_view in dtype, when the problem asks for d bias
+                                       // (one element per stored mask element)
   // The first violation (an unwritten element, a write outside a view), or none.
   GuardViolation check() const;
 };

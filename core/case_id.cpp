@@ -156,7 +156,7 @@ Case parse(std::string_view id) {
     if (key.empty()) fail(tok, "not a field (fields start with a lower-case name)");
     if (!seen.insert(key).second) fail(key, "given twice");
 
-    static const std::set<std::string> flags = {"packed", "lse", "attnw", "bwd"};
+    static const std::set<std::string> flags = {"packed", "lse", "attnw", "bwd", "dbias"};
     static const std::set<std::string> numeric = {"b",  "hq", "hkv",   "l",    "s",   "dqk",
                                                   "dv", "p",  "dseed", "doff", "seed"};
     const bool has_eq = tok.find('=') != std::string::npos;
@@ -251,6 +251,8 @@ Case parse(std::string_view id) {
       p.want_weights = true;
     else if (key == "bwd")
       p.backward = true;
+    else if (key == "dbias")
+      p.bias_grad = true;
     else if (key == "seed")
       c.data.seed = parse_uint(key, value);
     else if (key == "gen") {
@@ -351,6 +353,7 @@ std::string format_case_id(const Case& c) {
   if (p.want_lse) add("lse");
   if (p.want_weights) add("attnw");
   if (p.backward) add("bwd");
+  if (p.bias_grad) add("dbias");
   field("seed", std::to_string(c.data.seed));
   field("gen=", c.data.generator);
   return s;

@@ -109,6 +109,15 @@ StridedView mask_view(const Problem& p) {
   return v;
 }
 
+std::int64_t mask_elements(const Problem& p) {
+  const StridedView v = mask_view(p);
+  std::int64_t n = 1;
+  for (int k = 0; k < 4; ++k) {
+    if (v.stride[k] != 0 || v.shape[k] == 0) n = sat_mul(n, v.shape[k]);
+  }
+  return n;
+}
+
 StridedView lse_view(const Problem& p) {
   const std::int64_t B = p.batch, H = p.heads_q, L = p.len_q;
   return StridedView{{B, H, L, 1}, {H * L, L, 1, 1}};
@@ -200,6 +209,10 @@ std::string validate(const Problem& p) {
     if (auto r = validate_view(t.view(p), t.name); !r.empty()) return r;
   }
   if (auto r = validate_no_self_overlap(o_view(p), "o"); !r.empty()) return r;
+  if (p.bias_grad && !p.backward) return "dbias: d bias is a gradient: it needs bwd";
+  if (p.bias_grad && p.mask != MaskKind::additive) {
+    return "dbias: only an additive mask has a gradient (mask=add)";
+  }
   if (p.backward) {
     // dQ, dK and dV are written in the layouts of Q, K and V: each must be a distinct place.
     for (const auto& t : tensors) {

@@ -91,7 +91,10 @@ struct Problem {
   bool want_lse = false;      // also produce LSE [B, Hq, L] (f32)
   bool want_weights = false;  // also produce attention weights [B, Hq, L, S] (after dropout)
   bool backward = false;      // also compute dQ, dK, dV for an upstream gradient dO (case ID
-                              // flag `bwd`; needs want_lse: the training forward saves LSE)
+                              // flag `bwd`)
+  bool bias_grad = false;     // also d bias, the additive mask's gradient, in the mask's own
+                              // storage (summed over its broadcast dimensions; flag `dbias`;
+                              // needs backward and an additive mask)
 };
 
 // The scale actually used (the default when none is set).
@@ -116,6 +119,9 @@ StridedView v_view(const Problem& p);
 StridedView o_view(const Problem& p);
 // Mask view [B, Hq, L, S] with broadcast dimensions at stride 0.
 StridedView mask_view(const Problem& p);
+// Stored elements of the mask tensor (and of d bias): the product of its sizes along the
+// dimensions it does not broadcast; mask_view's strides give each (b, h, i, j) its element.
+std::int64_t mask_elements(const Problem& p);
 // The LSE output: [B, Hq, L] f32, contiguous (as [B, Hq, L, 1]).
 StridedView lse_view(const Problem& p);
 // The attention-weights output: [B, Hq, L, S] in dtype, contiguous.

@@ -67,6 +67,7 @@ Case case_from_bytes(FuzzInput& in) {
   // the next byte says otherwise (0 past the end: the inputs before it decode as they did).
   c.backward = in.flag();
   c.backward_without_lse = in.flag();
+  c.bias_grad = in.flag();  // d bias, where the case has bwd and an additive mask
   return conformance::build_case(c, options);
 }
 

@@ -136,6 +136,7 @@ struct Capabilities {
   bool deterministic = false;           // same bits at any thread count and across runs
                                         // (the backward's too, when it has one)
   bool backward = false;                // computes dQ, dK, dV (run_backward)
+  bool bias_gradient = false;           // its backward also computes d bias (dbias)
   bool backward_needs_lse = false;      // its backward reads the LSE its forward wrote (P
                                         // recomputed from it, as FlashAttention does): a
                                         // backward case must ask for the LSE (`lse`)
@@ -169,6 +170,9 @@ struct GradientPointers {
   void* dq = nullptr;           // dQ, in Q's layout (problem.q)
   void* dk = nullptr;           // dK, in K's layout, summed over each KV head's query group
   void* dv = nullptr;           // dV, in V's layout, summed over each KV head's query group
+  void* dbias = nullptr;  // d bias when the problem asks for it (bias_grad): the additive
+                          // mask's gradient in the mask's storage (mask_view, dtype): each
+                          // stored element the sum of dS over the mask's broadcast dimensions
 };
 
 // Per-run knobs that are neither part of the problem nor of the device.

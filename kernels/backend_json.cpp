@@ -33,6 +33,7 @@ nlohmann::ordered_json backend_json(const Backend& b) {
   caps["batch_invariant"] = c.batch_invariant;
   caps["backward"] = c.backward;
   caps["backward_needs_lse"] = c.backward_needs_lse;
+  caps["bias_gradient"] = c.bias_gradient;
   caps["memory"] = memory_space_name(c.memory);
   json traits;
   traits["split_kv"] = c.traits.split_kv;

@@ -42,6 +42,8 @@ void Backend::run_backward(const Problem&, const Buffers&, const GradientPointer
 void check_capabilities(const Capabilities& caps, const Problem& p, const Device& device,
                         Support& s) {
   if (p.backward && !caps.backward) s.decline("has no backward pass (bwd)");
+  if (p.bias_grad && !caps.bias_gradient)
+    s.decline("does not compute the additive mask's gradient (dbias)");
   if (p.backward && caps.backward && caps.backward_needs_lse && !p.want_lse)
     s.decline(
         "its backward recomputes P from the forward's LSE: a backward case must ask for it (lse)");

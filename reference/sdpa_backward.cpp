@@ -27,6 +27,7 @@ Gradients run_sdpa_backward(const Problem& p, const Inputs& in, const std::vecto
   g.dk.assign(n(B * Hkv * S * Dq), 0.0);
   g.dv.assign(n(B * Hkv * S * Dv), 0.0);
   if (p.mask == MaskKind::additive) g.ds.assign(n(B * H * L * S), 0.0);
+  if (p.bias_grad) g.dbias.assign(n(mask_elements(p)), 0.0);
   if (B * Hkv == 0 || H == 0) return g;
   const std::int64_t group = H / Hkv;
   // One (b, key/value head) group per iteration, its query heads in order on one thread:
@@ -51,6 +52,19 @@ Gradients run_sdpa_backward(const Problem& p, const Inputs& in, const std::vecto
     } else {
       backward_group_f64(heads, p.dropout_p, out);
     }
+  }
+  if (p.bias_grad) {
+    const StridedView mv = mask_view(p);
+    std::vector<long double> sum(n(mask_elements(p)), 0.0L);
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t h = 0; h < H; ++h)
+        for (std::int64_t i = 0; i < L; ++i)
+          for (std::int64_t j = 0; j < S; ++j) {
+            const std::int64_t m =
+                b * mv.stride[0] + h * mv.stride[1] + i * mv.stride[2] + j * mv.stride[3];
+            sum[n(m)] += g.ds[n(((b * H + h) * L + i) * S + j)];
+          }
+    g.dbias.assign(sum.begin(), sum.end());
   }
   return g;
 }

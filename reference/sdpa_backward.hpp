@@ -20,6 +20,10 @@ struct Gradients {
   // dS, the gradient of each final logit: d bias before the sums over the mask's broadcast
   // dimensions. Only for a problem with an additive mask; 0 where the pair is not attended.
   std::vector<double> ds;  // [B, Hq, L, S]
+  // d bias when the problem asks for it (bias_grad): dS summed over the mask's broadcast
+  // dimensions, one element per stored mask element (mask_elements; mask_view's strides map
+  // each (b, h, i, j) to its element), the sums in long double in (b, h, i, j) order.
+  std::vector<double> dbias;
 };
 
 // The gradients for upstream gradient `d_out`, logical [B, Hq, L, Dv] (rows i >= L_b are not

@@ -334,9 +334,11 @@ std::string render_html(const RunSummary& run) {
 
   // The backward: gradients judged per backend, the worst err/tol of each gradient tensor.
   if (const auto grads = reports::gradient_tallies(run); !grads.empty()) {
-    o += "<h2>Backward (dQ, dK, dV)</h2>\n<table><tr><th>backend</th><th class=\"num\">judged</th>"
+    o += "<h2>Backward (dQ, dK, dV, d bias)</h2>\n<table><tr><th>backend</th><th "
+         "class=\"num\">judged</th>"
          "<th class=\"num\">passed</th><th class=\"num\">worst dq</th><th class=\"num\">worst "
-         "dk</th><th class=\"num\">worst dv</th><th class=\"num\">nondeterministic</th></tr>\n";
+         "dk</th><th class=\"num\">worst dv</th><th class=\"num\">worst dbias</th><th "
+         "class=\"num\">nondeterministic</th></tr>\n";
     for (const auto& entry : grads) {
       // Named, not a structured binding: lambdas below capture it (Clang before 16 refuses).
       const std::string& name = entry.first;
@@ -349,7 +351,7 @@ std::string render_html(const RunSummary& run) {
       };
       o += "<tr><td><code>" + h(name) + "</code></td><td class=\"num\">" +
            std::to_string(t.judged) + "</td><td class=\"num\">" + std::to_string(t.passed) +
-           "</td>" + cell("dq") + cell("dk") + cell("dv") + "<td class=\"num\">" +
+           "</td>" + cell("dq") + cell("dk") + cell("dv") + cell("dbias") + "<td class=\"num\">" +
            std::to_string(t.nondeterministic) + "</td></tr>\n";
     }
     o += "</table>\n";

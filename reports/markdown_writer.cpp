@@ -88,8 +88,9 @@ std::string render_markdown(const RunSummary& run, const MarkdownLimits& limits)
   // The backward: gradients judged per backend, the worst err/tol of each gradient tensor.
   if (const auto grads = reports::gradient_tallies(run); !grads.empty()) {
     md +=
-        "### Backward (dQ, dK, dV)\n\n| backend | judged | passed | worst dq | worst dk | worst dv "
-        "| nondeterministic |\n|---|--:|--:|--:|--:|--:|--:|\n";
+        "### Backward (dQ, dK, dV, d bias)\n\n| backend | judged | passed | worst dq | worst dk | "
+        "worst dv "
+        "| worst dbias | nondeterministic |\n|---|--:|--:|--:|--:|--:|--:|--:|\n";
     for (const auto& entry : grads) {
       // Named, not a structured binding: lambdas below capture it (Clang before 16 refuses).
       const std::string& name = entry.first;
@@ -100,7 +101,8 @@ std::string render_markdown(const RunSummary& run, const MarkdownLimits& limits)
       };
       md += "| " + md_code(name, true) + " | " + std::to_string(t.judged) + " | " +
             std::to_string(t.passed) + " | " + worst("dq") + " | " + worst("dk") + " | " +
-            worst("dv") + " | " + std::to_string(t.nondeterministic) + " |\n";
+            worst("dv") + " | " + worst("dbias") + " | " + std::to_string(t.nondeterministic) +
+            " |\n";
     }
     md += "\n";
   }

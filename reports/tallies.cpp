@@ -110,7 +110,7 @@ std::map<std::string, GradientTally> gradient_tallies(const RunSummary& run) {
     ++t.judged;
     t.passed += r.status == Status::pass || r.status == Status::quality_warning;
     t.nondeterministic += r.nondeterministic_backward;
-    for (const char* name : {"dq", "dk", "dv"}) {
+    for (const char* name : {"dq", "dk", "dv", "dbias"}) {
       const auto it = r.tensor_ratios.find(name);
       if (it == r.tensor_ratios.end()) continue;
       auto [w, fresh] = t.worst.emplace(name, it->second);

@@ -68,6 +68,7 @@ SamplerOptions restricted_sampler(const std::set<std::string>& r, const std::str
   // without it (a backend whose backward reads the LSE may decline that, and would then
   // fail a profile for what it was never asked to do).
   o.backward_without_lse = !o.lse_output;
+  o.bias_grad = has(r, "dbias");
   return o;
 }
 

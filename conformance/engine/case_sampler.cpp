@@ -207,6 +207,7 @@ void apply_families(Problem& p, const CaseChoices& c, const SamplerOptions& o, M
       p.backward = false;
       p.want_lse = o.lse_output && c.lse;
     }
+    p.bias_grad = o.bias_grad && c.bias_grad && p.backward && p.mask == MaskKind::additive;
   }
 }
 
@@ -424,6 +425,7 @@ CaseChoices draw_choices(std::uint64_t seed, const SamplerOptions& o) {
   c.stride_kind = d.chance(10) ? 1 + static_cast<int>(d.below(kStrideKindCount - 1)) : 0;
   c.backward = d.chance(15);              // after the strides, for the same reason
   c.backward_without_lse = d.chance(25);  // last, for the same reason
+  c.bias_grad = d.chance(50);             // last again
   return c;
 }
 

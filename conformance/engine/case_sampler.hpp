@@ -78,6 +78,8 @@ struct SamplerOptions {
   // Some backward cases without the LSE (when the LSE output is drawn at all): off, every
   // backward case asks for the LSE.
   bool backward_without_lse = true;
+  // d bias (dbias) in some backward cases with an additive mask.
+  bool bias_grad = true;
   // Adversarial data generators (docs/CASE_ID.md).
   bool adversarial_data = true;
   // Real-model shape presets (ModelPreset).
@@ -134,6 +136,7 @@ struct CaseChoices {
   bool backward = false;                 // judge the backward too (dropped when the input
                                          // layouts cannot hold gradients)
   bool backward_without_lse = false;     // a backward case without the LSE (unless lse)
+  bool bias_grad = false;                // d bias too (a backward case with an additive mask)
   int generator = 0;                     // index into sampler_generators(problem, options)
   std::uint64_t seed = 0;                // data seed
 };

@@ -53,9 +53,10 @@ GradientOutcome judge_gradients(const Backend& backend, const Problem& p, InputB
   try {
     for (auto [g, o] :
          {std::pair{&grads, &options}, std::pair{&again, static_cast<const RunOptions*>(&other)}}) {
-      backend.run_backward(
-          p, forward, GradientPointers{in.d_out->data(), g->dq.data(), g->dk.data(), g->dv.data()},
-          device, *o);
+      backend.run_backward(p, forward,
+                           GradientPointers{in.d_out->data(), g->dq.data(), g->dk.data(),
+                                            g->dv.data(), g->dbias ? g->dbias->data() : nullptr},
+                           device, *o);
     }
   } catch (const std::exception& e) {
     return failed(std::string("the backward threw after supports() accepted: ") + e.what());
@@ -73,6 +74,10 @@ GradientOutcome judge_gradients(const Backend& backend, const Problem& p, InputB
     if (differs.empty() && !std::equal(a->region(), a->region() + a->region_size(), b->region()))
       differs = a == &grads.dq ? "dq" : a == &grads.dk ? "dk" : "dv";
   }
+  if (differs.empty() && grads.dbias &&
+      !std::equal(grads.dbias->region(), grads.dbias->region() + grads.dbias->region_size(),
+                  again.dbias->region()))
+    differs = "dbias";
   const auto threads_text = [](int t) {
     return t > 0 ? std::to_string(t) : std::string("default");
   };
@@ -113,6 +118,31 @@ GradientOutcome judge_gradients(const Backend& backend, const Problem& p, InputB
   // in its last place.
   const double top = dtype_max(p.dtype);
   const double overflow = top + std::ldexp(dtype_unit_roundoff(p.dtype), std::ilogb(top));
+  // error / bound of one element, and the worst so far with where it is.
+  auto judge_element = [&](double got, double want, double bound, const std::string& where) {
+    if (std::isnan(bound)) bound = 0;  // a NaN bound never hides an error
+    double ratio = 0, err = 0;
+    if (std::isnan(want) || std::isnan(got)) {
+      ratio = std::isnan(want) && std::isnan(got) ? 0 : INFINITY;
+    } else if (std::isinf(got) && !std::isinf(want) && (got > 0) == (want > 0)) {
+      // Unlike O, a gradient may exceed the type's range: its correct rounding is then
+      // +-inf. The error is the distance to the values that round to inf.
+      err = std::max(0.0, overflow - std::fabs(want));
+      ratio = err == 0 ? 0 : (bound > 0 ? err / bound : INFINITY);
+    } else if (std::isinf(want) || std::isinf(got)) {
+      ratio = got == want ? 0 : INFINITY;
+    } else {
+      err = std::fabs(got - want);
+      ratio = err == 0 ? 0 : (bound > 0 ? err / bound : INFINITY);
+    }
+    out.max_abs_error = std::max(out.max_abs_error, err);
+    if (ratio > out.worst_ratio || (std::isinf(ratio) && !std::isinf(out.worst_ratio))) {
+      out.worst_ratio = ratio;
+      out.worst_where = where + " = " + num(got) + ", expected " + num(want) + " (tolerance " +
+                        num(bound) + ")";
+    }
+    return ratio;
+  };
   for (const TensorCheck& t : checks) {
     const bool q_side = &t.layout == &p.q;
     double worst = 0;
@@ -127,35 +157,36 @@ GradientOutcome judge_gradients(const Backend& backend, const Problem& p, InputB
             const auto x = static_cast<std::size_t>(((b * t.heads + h) * t.rows + r) * t.cols + e);
             const double got = load_as_double(
                 p.dtype, t.data, element_offset(t.layout, p.packed, b, h, first + r, e));
-            const double want = t.want[x];
-            double bound = t.tol[x];
-            if (std::isnan(bound)) bound = 0;  // a NaN bound never hides an error
-            double ratio = 0, err = 0;
-            if (std::isnan(want) || std::isnan(got)) {
-              ratio = std::isnan(want) && std::isnan(got) ? 0 : INFINITY;
-            } else if (std::isinf(got) && !std::isinf(want) && (got > 0) == (want > 0)) {
-              // Unlike O, a gradient may exceed the type's range: its correct rounding is then
-              // +-inf. The error is the distance to the values that round to inf.
-              err = std::max(0.0, overflow - std::fabs(want));
-              ratio = err == 0 ? 0 : (bound > 0 ? err / bound : INFINITY);
-            } else if (std::isinf(want) || std::isinf(got)) {
-              ratio = got == want ? 0 : INFINITY;
-            } else {
-              err = std::fabs(got - want);
-              ratio = err == 0 ? 0 : (bound > 0 ? err / bound : INFINITY);
-            }
-            out.max_abs_error = std::max(out.max_abs_error, err);
-            worst = std::max(worst, ratio);
-            if (ratio > out.worst_ratio || (std::isinf(ratio) && !std::isinf(out.worst_ratio))) {
-              out.worst_ratio = ratio;
-              out.worst_where = std::string(t.name) + "[" + std::to_string(b) + "," +
-                                std::to_string(h) + "," + std::to_string(r) + "," +
-                                std::to_string(e) + "] = " + num(got) + ", expected " + num(want) +
-                                " (tolerance " + num(bound) + ")";
-            }
+            const std::string where = std::string(t.name) + "[" + std::to_string(b) + "," +
+                                      std::to_string(h) + "," + std::to_string(r) + "," +
+                                      std::to_string(e) + "]";
+            worst = std::max(worst, judge_element(got, t.want[x], t.tol[x], where));
           }
     }
     out.ratios[t.name] = worst;
+  }
+  if (grads.dbias) {
+    // d bias, one stored mask element each, named by its coordinates (0 along the broadcast
+    // dimensions).
+    const StridedView mv = mask_view(p);
+    double worst = 0;
+    for (std::int64_t b = 0; b < (mv.stride[0] ? p.batch : std::min<std::int64_t>(p.batch, 1));
+         ++b)
+      for (std::int64_t h = 0;
+           h < (mv.stride[1] ? p.heads_q : std::min<std::int64_t>(p.heads_q, 1)); ++h)
+        for (std::int64_t i = 0;
+             i < (mv.stride[2] ? p.len_q : std::min<std::int64_t>(p.len_q, 1)); ++i)
+          for (std::int64_t j = 0;
+               j < (mv.stride[3] ? p.len_kv : std::min<std::int64_t>(p.len_kv, 1)); ++j) {
+            const std::int64_t m =
+                b * mv.stride[0] + h * mv.stride[1] + i * mv.stride[2] + j * mv.stride[3];
+            const auto x = static_cast<std::size_t>(m);
+            const double got = load_as_double(p.dtype, grads.dbias->data(), m);
+            const std::string where = "dbias[" + std::to_string(b) + "," + std::to_string(h) +
+                                      "," + std::to_string(i) + "," + std::to_string(j) + "]";
+            worst = std::max(worst, judge_element(got, exact.dbias[x], tol.dbias[x], where));
+          }
+    out.ratios["dbias"] = worst;
   }
   if (out.worst_ratio > 1) {
     out.status = Status::fail;

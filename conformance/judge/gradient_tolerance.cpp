@@ -20,6 +20,7 @@ GradientTolerances gradient_tolerances(const Problem& p, const InputPointers& in
   t.dq.assign(n(B * H * L * Dq), 0.0);
   t.dk.assign(n(B * Hkv * S * Dq), 0.0);
   t.dv.assign(n(B * Hkv * S * Dv), 0.0);
+  if (p.bias_grad) t.dbias.assign(n(mask_elements(p)), 0.0);
   if (B * Hkv == 0 || H == 0) return t;
   const std::int64_t group = H / Hkv;
   // The forward's factors and the output rounding are those of the output type.
@@ -42,6 +43,13 @@ GradientTolerances gradient_tolerances(const Problem& p, const InputPointers& in
   // range (an inf times a zero weight would make a NaN bound) while the bounds do not.
   using Real = long double;
   std::vector<Real> acc_dq(t.dq.size(), 0), acc_dk(t.dk.size(), 0), acc_dv(t.dv.size(), 0);
+  // d bias: each stored element sums M = the product of the broadcast dimensions' sizes terms.
+  const StridedView mv = mask_view(p);
+  double terms = 1;
+  for (int k = 0; k < 4; ++k)
+    if (mv.stride[k] == 0) terms *= std::max<double>(double(mv.shape[k]), 1.0);
+  const double k_m = table.safety * std::sqrt(terms);
+  std::vector<Real> acc_db(t.dbias.size(), 0);
   for (std::int64_t b = 0; b < B; ++b) {
     const std::int64_t lb = seqlen_q(p, b), sb = seqlen_kv(p, b);
     const ToleranceFactors ff = tolerance_factors(po, c, sb, table);  // the forward's, and dQ's
@@ -104,6 +112,15 @@ GradientTolerances gradient_tolerances(const Problem& p, const InputPointers& in
                             std::fabs(ds) * ((u_p + table.grad_ds_roundings * u_a) * tp + e_tp) +
                             sub_p;
           const Real dx = std::fabs(ds * tp);
+          if (p.bias_grad) {
+            // dS without softcap's derivative (the bias is added after it), and its sum.
+            const Real e_db = pr * (delta * std::fabs(dp - big_d) + z * k_v * u_a * bmag + e_d) +
+                              sub_acc * std::fabs(dp - big_d) +
+                              std::fabs(ds) * (u_p + table.grad_ds_roundings * u_a) + sub_p;
+            const std::int64_t m =
+                b * mv.stride[0] + h * mv.stride[1] + i * mv.stride[2] + j * mv.stride[3];
+            acc_db[n(m)] += e_db + k_m * u_a * std::fabs(ds);
+          }
           for (std::int64_t e = 0; e < Dq; ++e) {
             tdq[e] += abs_scale * std::fabs(kj[e]) * (e_ds + ff.k_s * u_a * dx);
             tdk[j * Dq + e] += abs_scale * std::fabs(qi[e]) * (e_ds + (k_n * u_a + per_head) * dx);
@@ -118,6 +135,11 @@ GradientTolerances gradient_tolerances(const Problem& p, const InputPointers& in
   for (std::size_t x = 0; x < t.dq.size(); ++x) t.dq[x] = static_cast<double>(acc_dq[x]);
   for (std::size_t x = 0; x < t.dk.size(); ++x) t.dk[x] = static_cast<double>(acc_dk[x]);
   for (std::size_t x = 0; x < t.dv.size(); ++x) t.dv[x] = static_cast<double>(acc_dv[x]);
+  // d bias's output rounding and the floor of a sum over S keys.
+  const double floor_db = tolerance_factors(po, c, S, table).floor;
+  for (std::size_t x = 0; x < t.dbias.size(); ++x) {
+    t.dbias[x] = static_cast<double>(acc_db[x]) + u_out * std::fabs(exact.dbias[x]) + floor_db;
+  }
   // Output roundings and the floors.
   for (std::int64_t b = 0; b < B; ++b) {
     const double floor_q = tolerance_factors(po, c, seqlen_kv(p, b), table).floor;

@@ -24,6 +24,10 @@
 //   |dK_je| + floor tol_dV(j, d) = sum_i P_ij z_ij |dO_id| (delta_ij + u_p + k_N u_a) + u_out
 //   |dV_jd| + floor
 //
+// d bias (an additive mask's gradient, dS itself: no t', summed over the mask's broadcast
+// dimensions, M terms per stored element): tol_dbias(m) = sum over the (b, h, i, j) of m of
+// (e_dS without t' + k_M u_a |dS_ij|) + u_out |dbias_m| + floor, k_M = safety sqrt(M).
+//
 // Rounding below a type's smallest normal is absolute: P, computed in the accumulation type,
 // carries up to half its subnormal spacing (s_a / 2: adds t' |dP - D| s_a / 2 to e_dS and
 // z s_a / 2 to each dV term's weight, as the forward's u_sub term does for O), and with P and
@@ -48,6 +52,7 @@ struct GradientTolerances {
   std::vector<double> dq;  // [B, Hq, L, Dqk]
   std::vector<double> dk;  // [B, Hkv, S, Dqk]
   std::vector<double> dv;  // [B, Hkv, S, Dv]
+  std::vector<double> dbias;  // [mask_elements(p)] when the problem asks for d bias
 };
 
 // `forward` is the reference's forward of `p` on `in` (its O, LSE and magnitudes give the

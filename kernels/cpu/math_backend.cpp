@@ -344,6 +344,7 @@ class MathBackend final : public Backend {
     caps_.deterministic = true;
     caps_.batch_invariant = true;
     caps_.backward = true;
+    caps_.bias_gradient = true;  // math_backward.cpp
     caps_.traits.pytorch = PytorchKernel::math;
     caps_.traits.isa_targets = true;
   }
@@ -361,6 +362,14 @@ class MathBackend final : public Backend {
     constexpr std::int64_t kIntMax = 2147483647;
     if (p.len_kv > kIntMax / 64 || p.head_dim_qk > kIntMax / 64 || p.head_dim_v > kIntMax / 64) {
       s.decline("lengths or head dims beyond 2^25 are not supported (BLAS int dimensions)");
+    }
+    // d bias keeps every dS (f64) until the sums over the mask's broadcast dimensions.
+    if (p.bias_grad && static_cast<double>(p.batch) * static_cast<double>(p.heads_q) *
+                               static_cast<double>(p.len_q) * static_cast<double>(p.len_kv) >
+                           kMaxBiasGradientScratch) {
+      s.decline("d bias needs B * Hq * L * S = " +
+                std::to_string(p.batch * p.heads_q * p.len_q * p.len_kv) +
+                " logits of scratch, more than 2^27");
     }
     return s;
   }

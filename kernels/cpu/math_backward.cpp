@@ -56,10 +56,10 @@ struct GroupInputs {
 // A row's inputs in T, and its results: dS t' and the dV weight P keep / (1 - p) per key.
 template <typename T>
 struct RowWork {
-  std::vector<T> q, d_o, o, s, pr, sech2, dx, w;
+  std::vector<T> q, d_o, o, s, pr, sech2, dx, w, ds;
   std::vector<unsigned char> att;
   RowWork(std::size_t dq, std::size_t dv, std::size_t sb)
-      : q(dq), d_o(dv), o(dv), s(sb), pr(sb), sech2(sb), dx(sb), w(sb), att(sb) {}
+      : q(dq), d_o(dv), o(dv), s(sb), pr(sb), sech2(sb), dx(sb), w(sb), ds(sb), att(sb) {}
 };
 
 enum class RowResult { no_key, done, overflow };
@@ -126,7 +126,8 @@ RowResult compute_row(const Problem& p, const Geometry& g, const Buffers& fwd,
               : T(0);
     }
     const T dp = z * dot(w.d_o.data(), in.v.data() + j * dv, dv);
-    w.dx[j] = w.pr[j] * (dp - big_d) * w.sech2[j];
+    w.ds[j] = w.pr[j] * (dp - big_d);  // d bias: the bias is added after softcap
+    w.dx[j] = w.ds[j] * w.sech2[j];
     // A dropped key has no term in dV, also in a NaN row (as in the forward's O).
     w.w[j] = z == 0 ? T(0) : w.pr[j] * z;
     finite = finite && std::isfinite(w.dx[j]);
@@ -137,7 +138,8 @@ RowResult compute_row(const Problem& p, const Geometry& g, const Buffers& fwd,
 // One (b, key/value head) group: its query heads in order, every gradient element it owns.
 template <typename T>
 void backward_group(const Problem& p, const Geometry& g, const Buffers& fwd,
-                    const GradientPointers& grads, std::int64_t b, std::int64_t hk) {
+                    const GradientPointers& grads, std::int64_t b, std::int64_t hk,
+                    double* ds_all) {
   const std::int64_t lb = g.lq(b), sb = g.skv(b), dq = p.head_dim_qk, dv = p.head_dim_v;
   const auto n = [](std::int64_t x) {
     return static_cast<std::size_t>(std::max<std::int64_t>(x, 1));
@@ -152,8 +154,13 @@ void backward_group(const Problem& p, const Geometry& g, const Buffers& fwd,
   RowWork<T> work(n(dq), n(dv), n(sb));
   RowWork<double> work64(n(dq), n(dv), n(sb));
   // Adds a finished row's terms to dQ_i and the group's dK, dV accumulators.
-  auto accumulate = [&](const auto& w, const auto& kin, const KeyRange& r) {
+  auto accumulate = [&](const auto& w, const auto& kin, const KeyRange& r, std::int64_t h,
+                        std::int64_t i) {
     std::fill(dqa.begin(), dqa.end(), 0.0);
+    if (ds_all) {
+      double* row = ds_all + ((b * p.heads_q + h) * p.len_q + i) * p.len_kv;
+      for (std::int64_t j = r.lo; j < r.hi; ++j) row[j] = w.att[j] ? double(w.ds[j]) : 0.0;
+    }
     for (std::int64_t j = r.lo; j < r.hi; ++j) {
       if (!w.att[j]) continue;
       const double dx = w.dx[j], wj = w.w[j];
@@ -181,9 +188,9 @@ void backward_group(const Problem& p, const Geometry& g, const Buffers& fwd,
           in64.v.assign(in.v.begin(), in.v.end());
         }
         res = compute_row(p, g, fwd, grads, in64, work64, b, h, i, r);
-        accumulate(work64, in64, r);
+        accumulate(work64, in64, r, h, i);
       } else if (res == RowResult::done) {
-        accumulate(work, in, r);
+        accumulate(work, in, r, h, i);
       } else {
         std::fill(dqa.begin(), dqa.end(), 0.0);
       }
@@ -210,14 +217,32 @@ void math_backward(const Problem& p, const Buffers& forward, const GradientPoint
                    const RunOptions& options) {
   const Geometry g(p);
   const std::int64_t groups = p.batch * p.heads_kv;
+  // d bias: every dS in place (0 where a pair is not attended), each written by one group.
+  std::vector<double> ds_all;
+  if (p.bias_grad)
+    ds_all.assign(static_cast<std::size_t>(p.batch * p.heads_q * p.len_q * p.len_kv), 0.0);
+  double* ds = p.bias_grad ? ds_all.data() : nullptr;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(thread_count(options))
   for (std::int64_t bg = 0; bg < groups; ++bg) {
     if (p.dtype == DType::f64) {
-      backward_group<double>(p, g, forward, grads, bg / p.heads_kv, bg % p.heads_kv);
+      backward_group<double>(p, g, forward, grads, bg / p.heads_kv, bg % p.heads_kv, ds);
     } else {
-      backward_group<float>(p, g, forward, grads, bg / p.heads_kv, bg % p.heads_kv);
+      backward_group<float>(p, g, forward, grads, bg / p.heads_kv, bg % p.heads_kv, ds);
     }
   }
+  if (!p.bias_grad) return;
+  // The sums over the mask's broadcast dimensions, in (b, h, i, j) order on one thread.
+  const StridedView mv = mask_view(p);
+  std::vector<double> sum(static_cast<std::size_t>(mask_elements(p)), 0.0);
+  std::size_t x = 0;
+  for (std::int64_t b = 0; b < p.batch; ++b)
+    for (std::int64_t h = 0; h < p.heads_q; ++h)
+      for (std::int64_t i = 0; i < p.len_q; ++i)
+        for (std::int64_t j = 0; j < p.len_kv; ++j, ++x) {
+          sum[static_cast<std::size_t>(b * mv.stride[0] + h * mv.stride[1] + i * mv.stride[2] +
+                                       j * mv.stride[3])] += ds_all[x];
+        }
+  store(p.dtype, grads.dbias, 0, 1, static_cast<std::int64_t>(sum.size()), sum.data(), 1.0);
 }
 
 }  // namespace sdpa::cpu

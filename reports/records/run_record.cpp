@@ -47,6 +47,7 @@ std::vector<std::string> case_features(const Problem& p) {
   if (p.want_lse) f.push_back("lse");
   if (p.want_weights) f.push_back("weights");
   if (p.backward) f.push_back("backward");
+  if (p.bias_grad) f.push_back("dbias");
   // Layouts: the default contiguous [B, H, rows, D], the [B, rows, H, D] packing, or
   // anything else (row gaps, base offsets, explicit strides).
   auto same = [&](const Problem& r) {
@@ -69,7 +70,7 @@ const std::vector<std::string>& known_feature_tags() {
       "causal=br",   "window",         "mask=bool", "mask=add",      "gqa",
       "dv!=dqk",     "dropout",        "softcap",   "varlen=padded", "varlen=packed",
       "decode",      "empty",          "lse",       "weights",       "backward",
-      "layout=bshd", "layout=strided", "plain"};
+      "dbias",       "layout=bshd",    "layout=strided", "plain"};
   return tags;
 }
 

@@ -110,6 +110,8 @@ const std::vector<std::string>& canonical_ids() {
       "b1.hq1.hkv1.l4.s4.dqk8.dv8.f32.lse.attnw.seed0.gen=normal",
       "b1.hq1.hkv1.l4.s4.dqk8.dv8.f32.lse.bwd.seed0.gen=normal",
       "b1.hq1.hkv1.l4.s4.dqk8.dv8.f32.lse.attnw.bwd.seed0.gen=normal",
+      "b1.hq1.hkv1.l4.s4.dqk8.dv8.f32.bwd.seed0.gen=normal",
+      "b2.hq2.hkv2.l4.s4.dqk8.dv8.f32.mask=add.mbc=h.bwd.dbias.seed0.gen=normal",
       // everything
       "b3.hq6.hkv3.l7.s11.dqk24.dv12.bf16.causal=br.win=5_2_br.mask=add.mbc=hl.qlen=7_0_3."
       "kvlen=11_2_0.softcap=20.scale=-0.3.p0.25.dseed99.doff1000.lay=bshd.gap=1.off=2.lse."

@@ -457,5 +457,22 @@ TEST(Problem, BackwardNeedsDistinctGradientPlaces) {
   EXPECT_EQ(validate(p), "");
 }
 
+TEST(Problem, DBiasNeedsTheBackwardAndAnAdditiveMask) {
+  Problem p = base();
+  p.bias_grad = true;
+  EXPECT_TRUE(rejected_for(p, "dbias"));  // no bwd
+  p.backward = true;
+  EXPECT_TRUE(rejected_for(p, "dbias"));  // no mask
+  p.mask = MaskKind::boolean;
+  EXPECT_TRUE(rejected_for(p, "dbias"));  // a boolean mask has no gradient
+  p.mask = MaskKind::additive;
+  EXPECT_EQ(validate(p), "");
+  // d bias has the mask's storage: one element per stored mask element.
+  p.mask_broadcast = kBroadcastB | kBroadcastH;
+  EXPECT_EQ(mask_elements(p), p.len_q * p.len_kv);
+  p.mask_broadcast = 0;
+  EXPECT_EQ(mask_elements(p), p.batch * p.heads_q * p.len_q * p.len_kv);
+}
+
 }  // namespace
 }  // namespace sdpa

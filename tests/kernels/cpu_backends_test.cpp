@@ -292,6 +292,10 @@ TEST_P(CpuBackend, Backward) {
       // Without the LSE: a backend whose backward reads it declines (backward_needs_lse).
       "b2.hq4.hkv2.l33.s47.dqk40.dv24.f32.causal=br.p0.2.dseed3.bwd.seed11",
       "b1.hq2.l40.s40.dqk24.bf16.mask=add.softcap=5.bwd.seed12",
+      // d bias, over each broadcast dimension (a backend without it declines: bias_gradient)
+      "b2.hq4.hkv2.l33.s47.dqk16.f32.mask=add.mbc=h.lse.bwd.dbias.seed13",
+      "b2.hq4.l17.s29.dqk16.bf16.mask=add.mbc=bs.causal=br.lse.bwd.dbias.seed14",
+      "b2.hq2.l17.s29.dqk16.f64.mask=add.p0.2.dseed3.bwd.dbias.seed15",
   });
 }
 

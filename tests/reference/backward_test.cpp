@@ -182,6 +182,46 @@ TEST(ReferenceBackward, RowsOfDsSumToZero) {
   }
 }
 
+// d bias is dS summed over the mask's broadcast dimensions: recomputed here from dS by the
+// mask's own indexing (broadcast dimensions read at 0), for every broadcast kind; a mask
+// broadcast over the keys gets the rows' sums of dS, zero (the invariant above).
+TEST(ReferenceBackward, DBiasIsDsSummedOverTheBroadcastDimensions) {
+  for (const char* mbc : {"", ".mbc=b", ".mbc=h", ".mbc=hl", ".mbc=bs", ".mbc=s", ".mbc=bhls"}) {
+    const std::string id =
+        std::string("b2.hq4.hkv2.l6.s9.dqk4.dv4.f64.causal=br.mask=add") + mbc +
+        ".bwd.dbias.seed9.gen=normal";
+    const Case c = parse_case_id_or_throw(id);
+    const Problem& p = c.problem;
+    InputBuffers in = make_inputs(c);
+    const std::vector<double> d_out = make_d_out(p, 17);
+    const Gradients g = reference::run_sdpa_backward(p, in.pointers(), d_out);
+    const std::int64_t B = p.batch, H = p.heads_q, L = p.len_q, S = p.len_kv;
+    ASSERT_EQ(g.dbias.size(), static_cast<std::size_t>(mask_elements(p))) << id;
+    const bool bb = p.mask_broadcast & kBroadcastB, bh = p.mask_broadcast & kBroadcastH;
+    const bool bl = p.mask_broadcast & kBroadcastL, bs = p.mask_broadcast & kBroadcastS;
+    // The stored element of (b, h, i, j), counted in the mask's own row-major order.
+    auto stored = [&](std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j) {
+      std::int64_t x = bb ? 0 : b;
+      x = x * (bh ? 1 : H) + (bh ? 0 : h);
+      x = x * (bl ? 1 : L) + (bl ? 0 : i);
+      return x * (bs ? 1 : S) + (bs ? 0 : j);
+    };
+    std::vector<double> want(g.dbias.size(), 0.0), mag(g.dbias.size(), 0.0);
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t h = 0; h < H; ++h)
+        for (std::int64_t i = 0; i < L; ++i)
+          for (std::int64_t j = 0; j < S; ++j) {
+            const double ds = g.ds[static_cast<std::size_t>(((b * H + h) * L + i) * S + j)];
+            want[static_cast<std::size_t>(stored(b, h, i, j))] += ds;
+            mag[static_cast<std::size_t>(stored(b, h, i, j))] += std::fabs(ds);
+          }
+    for (std::size_t x = 0; x < want.size(); ++x) {
+      EXPECT_NEAR(g.dbias[x], want[x], 1e-14 * (mag[x] + 1e-300)) << id << " element " << x;
+      if (bs) EXPECT_LE(std::fabs(g.dbias[x]), 1e-12 * (mag[x] + 1e-300)) << id << " " << x;
+    }
+  }
+}
+
 TEST(ReferenceBackward, AbsentRowsAndKeysHaveZeroGradients) {
   // Batch 0: 3 of 6 query rows and 4 of 7 keys; batch 1: no key at all (fully masked rows).
   // NaN beyond the lengths must not leak.

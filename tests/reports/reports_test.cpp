@@ -833,7 +833,7 @@ TEST(ReportsBackward, GradientRatiosRoundTripAndAreShownPerTensor) {
   a.tensor_ratios = {{"forward", 0.5}, {"dq", 0.125}, {"dk", 2.5}, {"dv", 0.25}};
   CaseRecord b = a;
   b.status = Status::pass;
-  b.tensor_ratios = {{"forward", 0.5}, {"dq", 0.75}, {"dk", 0.5}, {"dv", 0.25}};
+  b.tensor_ratios = {{"forward", 0.5}, {"dq", 0.75}, {"dk", 0.5}, {"dv", 0.25}, {"dbias", 0.5}};
   b.nondeterministic_backward = true;
   CaseRecord fwd = a;
   fwd.case_id = "b1.hq2.hkv2.l4.s4.dqk8.dv8.f32.seed1.gen=normal";
@@ -858,12 +858,14 @@ TEST(ReportsBackward, GradientRatiosRoundTripAndAreShownPerTensor) {
   EXPECT_EQ(t.worst.at("dq"), 0.75);
   EXPECT_EQ(t.worst.at("dk"), 2.5);
   EXPECT_EQ(t.worst.at("dv"), 0.25);
+  EXPECT_EQ(t.worst.at("dbias"), 0.5);  // the one record with d bias
 
   const std::string md = reports::render_markdown(run);
-  EXPECT_NE(md.find("### Backward (dQ, dK, dV)"), std::string::npos) << md;
-  EXPECT_NE(md.find("| `cpu.math` | 2 | 1 | 0.75 | 2.5 | 0.25 | 1 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("### Backward (dQ, dK, dV, d bias)"), std::string::npos) << md;
+  EXPECT_NE(md.find("| `cpu.math` | 2 | 1 | 0.75 | 2.5 | 0.25 | 0.5 | 1 |"), std::string::npos)
+      << md;
   const std::string html = reports::render_html(run);
-  EXPECT_NE(html.find("<h2>Backward (dQ, dK, dV)</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<h2>Backward (dQ, dK, dV, d bias)</h2>"), std::string::npos);
   EXPECT_NE(html.find("<td class=\"num bad\">2.5</td>"), std::string::npos);
   run.records = {fwd};
   EXPECT_EQ(reports::render_markdown(run).find("Backward"), std::string::npos);

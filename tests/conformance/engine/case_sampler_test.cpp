@@ -85,6 +85,7 @@ TEST(CaseSampler, EveryFamilyAppears) {
     see(p.want_weights, "weights");
     see(p.backward && p.want_lse, "backward");
     see(p.backward && !p.want_lse, "backward without lse");
+    see(p.bias_grad, "dbias");
     see(p.len_q == 1, "decode");
     for (DType t : o.dtypes) see(p.dtype == t, dtype_name(t).data());
     seen.insert("gen=" + c.data.generator);
@@ -95,7 +96,7 @@ TEST(CaseSampler, EveryFamilyAppears) {
                         "dropout",   "softcap",       "scale",
                         "dv != dqk", "bshd",          "offset",
                         "lse",       "weights",       "backward",
-                        "backward without lse",
+                        "backward without lse", "dbias",
                         "decode",    "f64",           "f32",
                         "f16",       "bf16"}) {
     EXPECT_TRUE(seen.count(f)) << f;
@@ -116,7 +117,7 @@ TEST(CaseSampler, FamiliesSwitchedOffNeverAppear) {
   o.dtypes = {DType::bf16};
   o.masks = o.causal_window = o.gqa = o.varlen_padded = o.varlen_packed = o.dropout = false;
   o.softcap = o.custom_scale = o.different_v_dim = o.layouts = o.lse_output = false;
-  o.weights_output = o.adversarial_data = o.model_shapes = o.backward = false;
+  o.weights_output = o.adversarial_data = o.model_shapes = o.backward = o.bias_grad = false;
   o.max_work = 5000;
   for (std::uint64_t seed = 0; seed < 1000; ++seed) {
     const Case c = sample_case(seed, o);

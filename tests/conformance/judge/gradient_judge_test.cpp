@@ -20,7 +20,17 @@ namespace sdpa {
 using namespace sdpa::conformance;
 namespace {
 
-enum class GradFault { none, moved, unwritten_dq, nan_dv, writes_o, throws, thread_dependent };
+enum class GradFault {
+  none,
+  moved,
+  unwritten_dq,
+  nan_dv,
+  writes_o,
+  throws,
+  thread_dependent,
+  dbias_first_head_only,  // d bias of an H-broadcast mask from head 0's dS alone
+  unwritten_dbias
+};
 
 // Which gradient element a fault touches, and by how much a `moved` one moves.
 struct Plant {
@@ -36,6 +46,7 @@ class GradFake : public Backend {
       : fault_(fault), plant_(plant) {
     caps_ = forward_.capabilities();
     caps_.backward = true;
+    caps_.bias_gradient = true;
     caps_.deterministic = deterministic;
   }
   std::string_view name() const override { return "grad-fake"; }
@@ -95,6 +106,21 @@ class GradFake : public Backend {
     write(g.dq, p.q, r.dq, H, L, Dq, true, "dq");
     write(g.dk, p.k, r.dk, Hkv, S, Dq, false, "dk");
     write(g.dv, p.v, r.dv, Hkv, S, Dv, false, "dv");
+    if (p.bias_grad && fault_ != GradFault::unwritten_dbias) {
+      const StridedView mv = mask_view(p);
+      std::vector<double> db = r.dbias;
+      if (fault_ == GradFault::dbias_first_head_only && mv.stride[1] == 0) {
+        std::fill(db.begin(), db.end(), 0.0);
+        for (std::int64_t b = 0; b < B; ++b)
+          for (std::int64_t i = 0; i < L; ++i)
+            for (std::int64_t j = 0; j < S; ++j)
+              db[static_cast<std::size_t>(b * mv.stride[0] + i * mv.stride[2] +
+                                          j * mv.stride[3])] +=
+                  r.ds[static_cast<std::size_t>((b * H * L + i) * S + j)];
+      }
+      for (std::size_t x = 0; x < db.size(); ++x)
+        store_from_double(p.dtype, g.dbias, static_cast<std::int64_t>(x), db[x]);
+    }
     if (fault_ == GradFault::writes_o) store_from_double(p.dtype, f.o, 0, 3.0);
   }
 
@@ -161,6 +187,31 @@ TEST(GradientJudge, AnErrorBeyondTheBoundFailsAndWithinItPasses) {
   const CaseOutcome within =
       judge_case(GradFake(GradFault::moved, {0, 0, 5, 3, 0.3 * bound}), kCase);
   EXPECT_EQ(within.status, Status::pass) << within.message;
+}
+
+// d bias: the exact sums pass (with the LSE and without, every broadcast kind); head 0's dS
+// alone where the mask broadcasts over the heads, or an unwritten element, is a FAIL naming
+// dbias.
+TEST(GradientJudge, DBiasIsJudgedPerStoredMaskElement) {
+  for (const char* id : {"b2.hq4.l13.s29.dqk16.f32.mask=add.mbc=h.lse.bwd.dbias.seed3.gen=normal",
+                         "b2.hq4.hkv2.l13.s29.dqk16.bf16.mask=add.mbc=bl.causal=br.bwd.dbias.seed4",
+                         "b2.hq4.l13.s29.dqk16.f32.mask=add.softcap=5.bwd.dbias.seed5"}) {
+    const CaseOutcome o = judge_case(GradFake(GradFault::none), id);
+    EXPECT_EQ(o.status, Status::pass) << id << ": " << o.message;
+    ASSERT_TRUE(o.tensor_ratios.count("dbias")) << id;
+    EXPECT_LE(o.tensor_ratios.at("dbias"), 1.0) << id;
+  }
+  const char* h_broadcast = "b2.hq4.l13.s29.dqk16.f32.mask=add.mbc=h.lse.bwd.dbias.seed3";
+  const CaseOutcome one_head = judge_case(GradFake(GradFault::dbias_first_head_only), h_broadcast);
+  EXPECT_EQ(one_head.status, Status::fail) << one_head.message;
+  EXPECT_NE(one_head.message.find("dbias["), std::string::npos) << one_head.message;
+  const CaseOutcome unwritten = judge_case(GradFake(GradFault::unwritten_dbias), h_broadcast);
+  EXPECT_EQ(unwritten.status, Status::fail);
+  EXPECT_NE(unwritten.message.find("dbias"), std::string::npos) << unwritten.message;
+  // A backend that does not compute d bias declines the case, with the reason.
+  const CaseOutcome declined = judge_case(testing::FakeBackend("fake", testing::Fault::none),
+                                          h_broadcast);
+  EXPECT_EQ(declined.status, Status::not_supported);
 }
 
 TEST(GradientJudge, AnUnwrittenGradientElementIsAFailNamingTheTensor) {
