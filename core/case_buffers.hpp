@@ -52,9 +52,9 @@ OutputBuffers make_outputs(const Problem& p);
 struct GradientBuffers {
   GradientBuffers(GuardedBuffer q, GuardedBuffer k, GuardedBuffer v)
       : dq(std::move(q)), dk(std::move(k)), dv(std::move(v)) {}
-  GuardedBuffer dq;  // q_view
-  GuardedBuffer dk;  // k_view
-  GuardedBuffer dv;  // v_view
+  GuardedBuffer dq;                    // q_view
+  GuardedBuffer dk;                    // k_view
+  GuardedBuffer dv;                    // v_view
   std::optional<GuardedBuffer> dbias;  // mask_view in dtype, when the problem asks for d bias
                                        // (one element per stored mask element)
   // The first violation (an unwritten element, a write outside a view), or none.

@@ -170,9 +170,9 @@ struct GradientPointers {
   void* dq = nullptr;           // dQ, in Q's layout (problem.q)
   void* dk = nullptr;           // dK, in K's layout, summed over each KV head's query group
   void* dv = nullptr;           // dV, in V's layout, summed over each KV head's query group
-  void* dbias = nullptr;  // d bias when the problem asks for it (bias_grad): the additive
-                          // mask's gradient in the mask's storage (mask_view, dtype): each
-                          // stored element the sum of dS over the mask's broadcast dimensions
+  void* dbias = nullptr;        // d bias when the problem asks for it (bias_grad): the additive
+                                // mask's gradient in the mask's storage (mask_view, dtype): each
+                                // stored element the sum of dS over the mask's broadcast dimensions
 };
 
 // Per-run knobs that are neither part of the problem nor of the device.

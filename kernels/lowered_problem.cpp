@@ -125,6 +125,7 @@ LoweredProblem::LoweredProblem(const Problem& p, const Buffers& forward,
   c.d_q = grads.dq;
   c.d_k = grads.dk;
   c.d_v = grads.dv;
+  c.d_bias = p.bias_grad ? grads.dbias : nullptr;
   copy_strides(p.o, c.d_o_stride);
   copy_strides(p.q, c.d_q_stride);
   copy_strides(p.k, c.d_k_stride);

@@ -138,8 +138,8 @@ GradientOutcome judge_gradients(const Backend& backend, const Problem& p, InputB
     out.max_abs_error = std::max(out.max_abs_error, err);
     if (ratio > out.worst_ratio || (std::isinf(ratio) && !std::isinf(out.worst_ratio))) {
       out.worst_ratio = ratio;
-      out.worst_where = where + " = " + num(got) + ", expected " + num(want) + " (tolerance " +
-                        num(bound) + ")";
+      out.worst_where =
+          where + " = " + num(got) + ", expected " + num(want) + " (tolerance " + num(bound) + ")";
     }
     return ratio;
   };
@@ -170,20 +170,19 @@ GradientOutcome judge_gradients(const Backend& backend, const Problem& p, InputB
     // dimensions).
     const StridedView mv = mask_view(p);
     double worst = 0;
-    for (std::int64_t b = 0; b < (mv.stride[0] ? p.batch : std::min<std::int64_t>(p.batch, 1));
-         ++b)
+    for (std::int64_t b = 0; b < (mv.stride[0] ? p.batch : std::min<std::int64_t>(p.batch, 1)); ++b)
       for (std::int64_t h = 0;
            h < (mv.stride[1] ? p.heads_q : std::min<std::int64_t>(p.heads_q, 1)); ++h)
-        for (std::int64_t i = 0;
-             i < (mv.stride[2] ? p.len_q : std::min<std::int64_t>(p.len_q, 1)); ++i)
+        for (std::int64_t i = 0; i < (mv.stride[2] ? p.len_q : std::min<std::int64_t>(p.len_q, 1));
+             ++i)
           for (std::int64_t j = 0;
                j < (mv.stride[3] ? p.len_kv : std::min<std::int64_t>(p.len_kv, 1)); ++j) {
             const std::int64_t m =
                 b * mv.stride[0] + h * mv.stride[1] + i * mv.stride[2] + j * mv.stride[3];
             const auto x = static_cast<std::size_t>(m);
             const double got = load_as_double(p.dtype, grads.dbias->data(), m);
-            const std::string where = "dbias[" + std::to_string(b) + "," + std::to_string(h) +
-                                      "," + std::to_string(i) + "," + std::to_string(j) + "]";
+            const std::string where = "dbias[" + std::to_string(b) + "," + std::to_string(h) + "," +
+                                      std::to_string(i) + "," + std::to_string(j) + "]";
             worst = std::max(worst, judge_element(got, exact.dbias[x], tol.dbias[x], where));
           }
     out.ratios["dbias"] = worst;

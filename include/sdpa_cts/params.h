@@ -154,6 +154,13 @@ typedef struct sdpa_cts_params {
   /* (reserved) Attention sinks: one extra logit per query head that enters the softmax
    * denominator and attends no value. NULL = none. */
   const float* sink_logits; /* [Hq] */
+
+  /* (2.1, appended) d bias, the gradient of an additive mask (case flag `dbias`), written by
+   * run_backward(): NULL except in a backward call of a case that asks for it, and only for
+   * a backend that declares SDPA_CTS_CAP_BIAS_GRADIENT. It has the mask's storage: the mask's
+   * type, the strides mask_stride (0 along the broadcast dimensions), so each stored element
+   * is the sum of dS over the broadcast dimensions (docs/SEMANTICS.md, "Backward"). */
+  void* d_bias;
 } sdpa_cts_params;
 
 #ifdef __cplusplus

@@ -47,8 +47,9 @@
  * the same rules hold for it.
  * Version 2.0 (version 1.0 passed an sdpa_cts_problem and an sdpa_cts_buffers instead of
  * sdpa_cts_params; docs/PLUGINS.md, "Migrating a plugin to ABI 2").
- * Version 2.1 adds the backward pass: the capabilities SDPA_CTS_CAP_BACKWARD and
- * SDPA_CTS_CAP_BACKWARD_NEEDS_LSE, run_backward()
+ * Version 2.1 adds the backward pass: the capabilities SDPA_CTS_CAP_BACKWARD,
+ * SDPA_CTS_CAP_BACKWARD_NEEDS_LSE and SDPA_CTS_CAP_BIAS_GRADIENT, params->d_bias appended to
+ * sdpa_cts_params, run_backward()
  * appended to sdpa_cts_backend, ds_type and dkv_rounded_per_head appended to
  * sdpa_cts_precision, and a meaning for the backward fields of sdpa_cts_params (d_o, d_q,
  * d_k, d_v and their strides). A plugin built against 2.0 loads unchanged and has no backward.
@@ -130,8 +131,10 @@ enum {
   SDPA_CTS_CAP_DETERMINISTIC = 1 << 15,       /* same bits at any thread count and run */
   SDPA_CTS_CAP_BATCH_INVARIANT = 1 << 16,     /* a row does not depend on the rest of the batch */
   SDPA_CTS_CAP_BACKWARD = 1 << 17,            /* (2.1) has run_backward(): dQ, dK, dV */
-  SDPA_CTS_CAP_BACKWARD_NEEDS_LSE = 1 << 18   /* (2.1) run_backward() reads params->lse: the
+  SDPA_CTS_CAP_BACKWARD_NEEDS_LSE = 1 << 18,  /* (2.1) run_backward() reads params->lse: the
                                                  host declines a backward case without lse */
+  SDPA_CTS_CAP_BIAS_GRADIENT = 1 << 19        /* (2.1) run_backward() also writes d bias
+                                                 (params->d_bias) when a case asks for it */
 };
 /* Traits the dispatcher's ordering rules read (docs/DISPATCH.md). Bits 1 and 2 are unused
  * (ABI 1's math and cuDNN traits, replaced by sdpa_cts_capabilities.pytorch_kernel). */

@@ -183,6 +183,7 @@ Capabilities capabilities_from(const sdpa_cts_capabilities& c) {
   caps.packed_seqlens = on(SDPA_CTS_CAP_PACKED_SEQLENS);
   caps.lse_output = on(SDPA_CTS_CAP_LSE);
   caps.backward_needs_lse = on(SDPA_CTS_CAP_BACKWARD_NEEDS_LSE);
+  caps.bias_gradient = on(SDPA_CTS_CAP_BIAS_GRADIENT);
   caps.weights_output = on(SDPA_CTS_CAP_WEIGHTS);
   caps.last_dim_contiguous = on(SDPA_CTS_CAP_LAST_DIM_CONTIGUOUS);
   caps.empty_problems = on(SDPA_CTS_CAP_EMPTY_PROBLEMS);
@@ -237,6 +238,11 @@ std::string check_description(const sdpa_cts_backend& b) {
   if ((c.flags & SDPA_CTS_CAP_BACKWARD) && !has_backward(b)) {
     return "backend '" + name +
            "' declares SDPA_CTS_CAP_BACKWARD but has no run_backward() (ABI 2.1's entry)";
+  }
+  if ((c.flags & SDPA_CTS_CAP_BIAS_GRADIENT) && !(c.flags & SDPA_CTS_CAP_BACKWARD)) {
+    return "backend '" + name +
+           "' declares SDPA_CTS_CAP_BIAS_GRADIENT without SDPA_CTS_CAP_BACKWARD: d bias is "
+           "written by the backward";
   }
   return "";
 }

@@ -18,6 +18,7 @@ namespace sdpa::plugins {
 inline constexpr std::size_t kBackendSizeAbi20 = offsetof(sdpa_cts_backend, run_backward);
 inline constexpr std::size_t kBackendSizeAbi21 = sizeof(sdpa_cts_backend);
 inline constexpr std::size_t kPrecisionSizeAbi20 = offsetof(sdpa_cts_precision, ds_type);
+inline constexpr std::size_t kParamsSizeAbi20 = offsetof(sdpa_cts_params, d_bias);
 // Whether `b` declares the backward and has the entry for it.
 bool has_backward(const sdpa_cts_backend& b);
 

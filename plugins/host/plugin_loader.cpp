@@ -71,7 +71,7 @@ const sdpa_cts_plugin& open_plugin(const std::string& path) {
   // A plugin of this major may be built against any minor: its structs are at least as
   // large as this major's first version, never smaller.
   const std::pair<const char*, std::pair<uint32_t, std::size_t>> sizes[] = {
-      {"sdpa_cts_params", {pl->sizeof_params, sizeof(sdpa_cts_params)}},
+      {"sdpa_cts_params", {pl->sizeof_params, kParamsSizeAbi20}},
       {"sdpa_cts_device", {pl->sizeof_device, sizeof(sdpa_cts_device)}},
       {"sdpa_cts_capabilities", {pl->sizeof_capabilities, sizeof(sdpa_cts_capabilities)}},
       {"sdpa_cts_precision", {pl->sizeof_precision, kPrecisionSizeAbi20}},

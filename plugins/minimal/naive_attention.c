@@ -148,12 +148,21 @@ int naive_attention_backward(const sdpa_cts_params* p) {
   /* dK and dV of every key/value head, summed over its group in f64, stored once at the end. */
   double* dk = (double*)calloc(n_k > 0 ? n_k : 1, sizeof(double));
   double* dv = (double*)calloc(n_v > 0 ? n_v : 1, sizeof(double));
-  if (!s || !attends || !dq || !dk || !dv) {
+  /* d bias: the mask's storage, its element of (b, h, i, j) at mask_stride (0 along the
+   * broadcast dimensions, which so sum); as many elements as the largest offset + 1. */
+  const int64_t* ms = p->mask_stride;
+  const size_t n_bias =
+      p->d_bias && p->batch * p->heads_q * L * S > 0
+          ? (size_t)(at(ms, p->batch - 1, p->heads_q - 1, L - 1, S - 1) + 1)
+          : 1;
+  double* dbias = p->d_bias ? (double*)calloc(n_bias, sizeof(double)) : NULL;
+  if (!s || !attends || !dq || !dk || !dv || (p->d_bias && !dbias)) {
     free(s);
     free(attends);
     free(dq);
     free(dk);
     free(dv);
+    free(dbias);
     return -1;
   }
   for (int64_t b = 0; b < p->batch; ++b)
@@ -181,6 +190,7 @@ int naive_attention_backward(const sdpa_cts_params* p) {
               dv[(kv * S + j) * Dv + d] += pj * g;
             }
             const double ds = pj * (dp - big_d);
+            if (dbias) dbias[at(ms, b, h, i, j)] += ds;
             for (int64_t e = 0; e < Dqk; ++e) {
               dq[e] += ds * load(p->dtype, p->k, at(p->k_stride, b, kv_head, j, e));
               dk[(kv * S + j) * Dqk + e] += ds * load(p->dtype, p->q, at(p->q_stride, b, h, i, e));
@@ -199,6 +209,10 @@ int naive_attention_backward(const sdpa_cts_params* p) {
         for (int64_t d = 0; d < Dv; ++d)
           store(p->dtype, p->d_v, at(p->d_v_stride, b, hk, j, d), dv[(kv * S + j) * Dv + d]);
       }
+  if (dbias && p->batch * p->heads_q * L * S > 0) {
+    for (size_t x = 0; x < n_bias; ++x) store(p->dtype, p->d_bias, (int64_t)x, dbias[x]);
+  }
+  free(dbias);
   free(s);
   free(attends);
   free(dq);

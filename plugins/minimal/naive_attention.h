@@ -24,8 +24,9 @@ typedef struct naive_attention_bugs {
 int naive_attention_with_bugs(const sdpa_cts_params* p, const naive_attention_bugs* bugs);
 
 /* The backward (ABI 2.1, docs/SEMANTICS.md "Backward"): dQ, dK, dV into p->d_q, d_k, d_v for
- * dO in p->d_o, with O from p->o (the forward's output); f64 sums. Returns 0, or -1 when out
- * of memory. */
+ * dO in p->d_o, with O from p->o (the forward's output), and d bias into p->d_bias when it is
+ * not NULL (the mask's storage: dS summed over its broadcast dimensions); f64 sums. Returns
+ * 0, or -1 when out of memory. */
 int naive_attention_backward(const sdpa_cts_params* p);
 
 #ifdef __cplusplus

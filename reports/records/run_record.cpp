@@ -66,11 +66,10 @@ std::vector<std::string> case_features(const Problem& p) {
 
 const std::vector<std::string>& known_feature_tags() {
   static const std::vector<std::string> tags = {
-      "dtype=f64",   "dtype=f32",      "dtype=f16", "dtype=bf16",    "causal=tl",
-      "causal=br",   "window",         "mask=bool", "mask=add",      "gqa",
-      "dv!=dqk",     "dropout",        "softcap",   "varlen=padded", "varlen=packed",
-      "decode",      "empty",          "lse",       "weights",       "backward",
-      "dbias",       "layout=bshd",    "layout=strided", "plain"};
+      "dtype=f64", "dtype=f32",     "dtype=f16",     "dtype=bf16",  "causal=tl",      "causal=br",
+      "window",    "mask=bool",     "mask=add",      "gqa",         "dv!=dqk",        "dropout",
+      "softcap",   "varlen=padded", "varlen=packed", "decode",      "empty",          "lse",
+      "weights",   "backward",      "dbias",         "layout=bshd", "layout=strided", "plain"};
   return tags;
 }
 

@@ -225,6 +225,26 @@ TEST(PluginAbi2, ABackwardThatReadsTheLseGetsOnlyCasesWithIt) {
   EXPECT_TRUE(keeps->supports(without.problem, cpu).ok());
 }
 
+// SDPA_CTS_CAP_BIAS_GRADIENT: d bias comes from run_backward, so the bit needs the backward;
+// with it the backend takes `dbias` cases, without it the host declines them.
+TEST(PluginAbi2, TheBiasGradientNeedsTheBackward) {
+  sdpa_cts_backend b =
+      fake_backend(kMost | SDPA_CTS_CAP_ADDITIVE_MASK | SDPA_CTS_CAP_BIAS_GRADIENT);
+  EXPECT_NE(check_description(b).find("SDPA_CTS_CAP_BIAS_GRADIENT without SDPA_CTS_CAP_BACKWARD"),
+            std::string::npos)
+      << check_description(b);
+  b.capabilities.flags |= SDPA_CTS_CAP_BACKWARD;
+  b.run_backward = fake_run_backward;
+  EXPECT_EQ(check_description(b), "");
+  const Case c = parse_case_id_or_throw("b1.hq2.l3.s4.dqk8.f32.mask=add.bwd.dbias.seed1");
+  const Device cpu = parse_device_or_throw("cpu");
+  EXPECT_TRUE(make_plugin_backend(b)->supports(c.problem, cpu).ok());
+  b.capabilities.flags &= ~static_cast<uint32_t>(SDPA_CTS_CAP_BIAS_GRADIENT);
+  const Support s = make_plugin_backend(b)->supports(c.problem, cpu);
+  ASSERT_EQ(s.reasons.size(), 1u);
+  EXPECT_NE(s.reasons[0].find("(dbias)"), std::string::npos) << s.reasons[0];
+}
+
 // The probe of the minimal plugin (its path comes from tests/plugins/CMakeLists.txt): ABI 2.1,
 // and a description listing only traits the ABI declares.
 TEST(PluginAbi2, ProbeReportsOnlyWhatTheAbiDeclares) {

@@ -187,9 +187,8 @@ TEST(ReferenceBackward, RowsOfDsSumToZero) {
 // broadcast over the keys gets the rows' sums of dS, zero (the invariant above).
 TEST(ReferenceBackward, DBiasIsDsSummedOverTheBroadcastDimensions) {
   for (const char* mbc : {"", ".mbc=b", ".mbc=h", ".mbc=hl", ".mbc=bs", ".mbc=s", ".mbc=bhls"}) {
-    const std::string id =
-        std::string("b2.hq4.hkv2.l6.s9.dqk4.dv4.f64.causal=br.mask=add") + mbc +
-        ".bwd.dbias.seed9.gen=normal";
+    const std::string id = std::string("b2.hq4.hkv2.l6.s9.dqk4.dv4.f64.causal=br.mask=add") + mbc +
+                           ".bwd.dbias.seed9.gen=normal";
     const Case c = parse_case_id_or_throw(id);
     const Problem& p = c.problem;
     InputBuffers in = make_inputs(c);

@@ -209,8 +209,8 @@ TEST(GradientJudge, DBiasIsJudgedPerStoredMaskElement) {
   EXPECT_EQ(unwritten.status, Status::fail);
   EXPECT_NE(unwritten.message.find("dbias"), std::string::npos) << unwritten.message;
   // A backend that does not compute d bias declines the case, with the reason.
-  const CaseOutcome declined = judge_case(testing::FakeBackend("fake", testing::Fault::none),
-                                          h_broadcast);
+  const CaseOutcome declined =
+      judge_case(testing::FakeBackend("fake", testing::Fault::none), h_broadcast);
   EXPECT_EQ(declined.status, Status::not_supported);
 }
 
