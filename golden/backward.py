@@ -16,7 +16,9 @@ from cases import Prob, row_logits
 
 def compute_backward(pr: Prob, t):
     """dq [B, Hq, L, Dqk], dk [B, Hkv, S, Dqk], dv [B, Hkv, S, Dv] (logical, binary64; zeros
-    for padding rows and absent keys) for the inputs and dO of make_inputs()."""
+    for padding rows and absent keys) for the inputs and dO of make_inputs(), and d bias in
+    the mask's stored shape (1 in its broadcast dimensions: dS summed over them) when the case
+    asks for it (dbias), else None."""
     B, H, Hkv, L, S = pr.b, pr.hq, pr.hkv, pr.l, pr.s
     Dq, Dv = pr.dqk, pr.dv
     for name in ("q", "k", "v", "d_out", "mask"):
@@ -25,8 +27,18 @@ def compute_backward(pr: Prob, t):
     dq = np.zeros((B, H, L, Dq))
     dk = np.zeros((B, Hkv, S, Dq))
     dv = np.zeros((B, Hkv, S, Dv))
+    shape = pr.mask_shape() if pr.dbias else None
+    acc_bias = {} if pr.dbias else None  # stored index -> mpf sum of dS
+
+    def finish_bias():
+        if not pr.dbias:
+            return None
+        out = np.zeros(shape)
+        for idx, total in acc_bias.items():
+            out[idx] = sm.round_mpf_to_f64(total)
+        return out
     if B * H * L == 0 or Hkv == 0:
-        return dq, dk, dv
+        return dq, dk, dv, finish_bias()
     group = H // Hkv
     cuq, cuk = pr.cu(True), pr.cu(False)
     thr = sm.dropout_threshold(pr.p)
@@ -72,7 +84,12 @@ def compute_backward(pr: Prob, t):
                         dqi = [mpf(0)] * Dq
                         for n, j in enumerate(att):
                             dp = mult[n] * (mp.fdot(doi, vrows[j]) if Dv else mpf(0))
-                            dx = p[n] * (dp - big_d) * tprime[n]
+                            ds = p[n] * (dp - big_d)  # the final logit's gradient
+                            dx = ds * tprime[n]
+                            if pr.dbias:
+                                idx = tuple(0 if c in pr.mbc else x
+                                            for c, x in zip("bhls", (b, h, i, j)))
+                                acc_bias[idx] = acc_bias.get(idx, mpf(0)) + ds
                             for e_ in range(Dq):
                                 dqi[e_] += dx * krows[j][e_]
                                 acc_k[j][e_] += dx * qi[e_]
@@ -82,4 +99,4 @@ def compute_backward(pr: Prob, t):
                 for j in range(sb):
                     dk[b, hk, j] = [sm.round_mpf_to_f64(scale * x) for x in acc_k[j]]
                     dv[b, hk, j] = [sm.round_mpf_to_f64(x) for x in acc_v[j]]
-    return dq, dk, dv
+    return dq, dk, dv, finish_bias()

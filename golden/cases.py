@@ -49,6 +49,7 @@ class Prob:
     lse: bool = True
     attnw: bool = False
     bwd: bool = False  # also dO and the expected gradients (schema version 2)
+    dbias: bool = False  # also d bias, the additive mask's gradient (with bwd and mask='add')
     seed: int = 0
     gen: str = "golden"
 
@@ -143,6 +144,8 @@ class Prob:
             t.append("attnw")
         if self.bwd:
             t.append("bwd")
+        if self.dbias:
+            t.append("dbias")
         t.append(f"seed{self.seed}")
         t.append(f"gen={self.gen}")
         return ".".join(t)

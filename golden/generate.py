@@ -58,11 +58,13 @@ def sdpa_group(case: Case):
     if w is not None:
         datasets.append(("weights", w.astype("<f8"), {}))
     if pr.bwd:  # schema version 2: dO (in O's view, element type) and the exact gradients
-        dq, dk, dv = backward.compute_backward(pr, t)
+        dq, dk, dv, dbias = backward.compute_backward(pr, t)
         datasets.append(("d_out", sm.to_storage(t["d_out"], pr.dtype), {"dtype": pr.dtype}))
         datasets.append(("dq", dq.astype("<f8"), {}))
         datasets.append(("dk", dk.astype("<f8"), {}))
         datasets.append(("dv", dv.astype("<f8"), {}))
+        if dbias is not None:  # d bias: the mask's stored shape
+            datasets.append(("dbias", dbias.astype("<f8"), {}))
     attrs = {"seed": np.uint64(pr.seed), "family": case.family, "data": case.flavor.name,
              "note": case.note}
     return case.case_id, datasets, attrs

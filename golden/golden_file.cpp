@@ -403,14 +403,15 @@ GoldenCase GoldenFile::load(const std::string& id, Outputs outputs) const {
   GuardedBuffer v = input("v", v_view(p), p.v.base_offset);
 
   std::optional<GuardedBuffer> mask;
+  // The mask's stored shape: 1 in broadcast dimensions. With the mask view's strides (0 there)
+  // the memory layout is the mask view's own; d bias has the same shape.
+  StridedView stored = mask_view(p);
+  for (int d = 0; d < 4; ++d) {
+    if (p.mask_broadcast & (1u << d)) stored.shape[d] = 1;
+  }
+  const std::vector<std::int64_t> mask_dims = shape_of(stored);
   if (p.mask != MaskKind::none) {
-    // Stored shape: 1 in broadcast dimensions. With the mask view's strides (0 there) the
-    // memory layout is the mask view's own.
-    StridedView stored = mask_view(p);
-    for (int d = 0; d < 4; ++d) {
-      if (p.mask_broadcast & (1u << d)) stored.shape[d] = 1;
-    }
-    const std::vector<std::int64_t> dims = shape_of(stored);
+    const std::vector<std::int64_t>& dims = mask_dims;
     if (p.mask == MaskKind::boolean) {
       const std::string what = "dataset 'mask'";
       if (!h5::exists(w, g.get(), "mask")) h5::fail_schema(w, what, "missing");
@@ -467,8 +468,13 @@ GoldenCase GoldenFile::load(const std::string& id, Outputs outputs) const {
 
   // The backward (schema version 2): dO in O's layout, the exact gradients in f64.
   std::optional<GuardedBuffer> d_out;
-  std::vector<double> dq, dk, dv;
+  std::vector<double> dq, dk, dv, dbias;
   bool has_gradients = false;
+  if (p.bias_grad && (!optional || h5::exists(w, g.get(), "dbias"))) {
+    dbias = read_f64(w, g.get(), "dbias", mask_dims);
+  } else if (!p.bias_grad && h5::exists(w, g.get(), "dbias")) {
+    h5::fail_schema(w, "dataset 'dbias'", "present, but the case ID has no dbias");
+  }
   if (p.backward) {
     d_out.emplace(input("d_out", o_view(p), p.o.base_offset));
     has_gradients = !optional || h5::exists(w, g.get(), "dq");
@@ -504,6 +510,7 @@ GoldenCase GoldenFile::load(const std::string& id, Outputs outputs) const {
   out.dk = std::move(dk);
   out.dv = std::move(dv);
   out.has_gradients = has_gradients;
+  out.dbias = std::move(dbias);
   return out;
 }
 

@@ -62,6 +62,8 @@ struct GoldenCase {
   // logical like reference::Gradients' (padding rows and absent keys 0).
   std::vector<double> dq, dk, dv;  // [B, Hq, L, Dqk], [B, Hkv, S, Dqk], [B, Hkv, S, Dv]
   bool has_gradients = false;      // the file holds dq, dk, dv for this case
+  std::vector<double> dbias;       // d bias (dbias): the mask's stored shape, 1 in its
+                                   // broadcast dimensions (empty when absent)
 };
 
 // One MHA case (group /mha/<name>): the module and call as attributes, the f64 arrays of

@@ -428,6 +428,10 @@ def backward_cases(bld: Builder):
     bld.add(f, "bshd with a gap and an offset, Dqk != Dv, scale", dtype="f32", hq=2, l=7, s=9,
             dqk=12, dv=6, layout="bshd", gap=2, off=1, scale=-0.7)
     bld.add(f, "large logits", LOGITS_88, dtype="f32", l=6, s=8, dqk=8)
+    bld.add(f, "d bias of a mask broadcast over batch and keys", dtype="f32", b=2, hq=2, l=5,
+            s=7, dqk=8, mask="add", mbc="bs", dbias=True)
+    bld.add(f, "d bias over heads: GQA, causal bottom-right, softcap", dtype="f16", hq=4, hkv=2,
+            l=6, s=9, dqk=8, mask="add", mbc="h", causal="br", softcap=3.0, dbias=True)
 
 
 def backward():

@@ -135,6 +135,12 @@ Agreement compare_with_reference(const GoldenCase& g, reference::Precision preci
               note(c, t.ref[x], t.gold[x], index_text(t.name, {b, h, i, e}), &a.gradients,
                    &a.gradients_where);
             }
+    // d bias, one stored mask element each (named by its index in the stored mask).
+    for (std::size_t x = 0; x < g.dbias.size() && x < rg.dbias.size(); ++x) {
+      const double c = agreement(rg.dbias[x], g.dbias[x], unit * (m.dbias[x] / kU), &kind);
+      note(c, rg.dbias[x], g.dbias[x], index_text("dbias", {static_cast<std::int64_t>(x)}),
+           &a.gradients, &a.gradients_where);
+    }
   }
   if (!g.has_weights) return a;
   const std::int64_t S = p.len_kv;
@@ -259,6 +265,7 @@ CaseOutcome judge_backend(const Backend& backend, GoldenCase& g, const Device& d
     expected.dq = &g.dq;
     expected.dk = &g.dk;
     expected.dv = &g.dv;
+    if (!g.dbias.empty()) expected.dbias = &g.dbias;
   }
   return judge(backend, g.c.problem, g.inputs, device, options, &expected, table);
 }

@@ -98,8 +98,8 @@ GradientOutcome judge_gradients(const Backend& backend, const Problem& p, InputB
       f64.accumulate = f64.p_type = f64.ds_type = DType::f64;
       const GradientTolerances m =
           gradient_tolerances(p, in.pointers(), d_out, ref, exact, f64, table, DType::f64);
-      for (auto [t, mt] :
-           {std::pair{&tol.dq, &m.dq}, std::pair{&tol.dk, &m.dk}, std::pair{&tol.dv, &m.dv}}) {
+      for (auto [t, mt] : {std::pair{&tol.dq, &m.dq}, std::pair{&tol.dk, &m.dk},
+                           std::pair{&tol.dv, &m.dv}, std::pair{&tol.dbias, &m.dbias}}) {
         for (std::size_t x = 0; x < t->size(); ++x) (*t)[x] += cap * (*mt)[x] / 0x1p-53;
       }
     }
@@ -183,7 +183,9 @@ GradientOutcome judge_gradients(const Backend& backend, const Problem& p, InputB
             const double got = load_as_double(p.dtype, grads.dbias->data(), m);
             const std::string where = "dbias[" + std::to_string(b) + "," + std::to_string(h) + "," +
                                       std::to_string(i) + "," + std::to_string(j) + "]";
-            worst = std::max(worst, judge_element(got, exact.dbias[x], tol.dbias[x], where));
+            const double want =
+                from_file && expected->dbias ? (*expected->dbias)[x] : exact.dbias[x];
+            worst = std::max(worst, judge_element(got, want, tol.dbias[x], where));
           }
     out.ratios["dbias"] = worst;
   }

@@ -46,6 +46,7 @@ struct ExpectedValues {
   const std::vector<double>* dq = nullptr;
   const std::vector<double>* dk = nullptr;
   const std::vector<double>* dv = nullptr;
+  const std::vector<double>* dbias = nullptr;  // d bias in the mask's storage (dbias cases)
 };
 
 // Expected values of limited precision (a capture from another framework): a value of

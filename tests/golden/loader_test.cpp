@@ -250,6 +250,7 @@ TEST_F(GoldenLoader, BackwardCasesCarryDoutAndTheGradients) {
   const GoldenFile f(backward_path());
   EXPECT_EQ(f.info().schema_version, 2);
   ASSERT_FALSE(f.case_ids().empty());
+  int dbias_cases = 0;
   for (const auto& id : f.case_ids()) {
     const GoldenCase g = f.load(id);
     const Problem& p = g.c.problem;
@@ -262,7 +263,11 @@ TEST_F(GoldenLoader, BackwardCasesCarryDoutAndTheGradients) {
               static_cast<std::size_t>(p.batch * p.heads_kv * p.len_kv * p.head_dim_qk));
     EXPECT_EQ(g.dv.size(),
               static_cast<std::size_t>(p.batch * p.heads_kv * p.len_kv * p.head_dim_v));
+    // d bias in the mask's stored shape, exactly where the ID asks for it.
+    EXPECT_EQ(g.dbias.size(), p.bias_grad ? static_cast<std::size_t>(mask_elements(p)) : 0u) << id;
+    dbias_cases += p.bias_grad;
   }
+  EXPECT_EQ(dbias_cases, 2);
   // The smoke set is version 1 and has no backward case.
   const GoldenFile smoke(smoke_path());
   EXPECT_EQ(smoke.info().schema_version, 1);
