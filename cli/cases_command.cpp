@@ -39,13 +39,13 @@ int fill(const Options& opt) {
   const Device device = detect_cpu();
   const golden::GoldenFile file(opt.results);
   std::vector<golden::GoldenCase> cases;
-  std::vector<std::vector<double>> o, lse, weights, dq, dk, dv;
+  std::vector<std::vector<double>> o, lse, weights, dq, dk, dv, dbias;
   std::vector<bool> ran;
   int filled = 0;
   for (const auto& id : file.case_ids()) {
     golden::GoldenCase g = file.load(id, golden::GoldenFile::Outputs::optional);
     const Problem& p = g.c.problem;
-    std::vector<double> co, cl, cw, gq, gk, gv;
+    std::vector<double> co, cl, cw, gq, gk, gv, gb;
     if (backend.supports(p, device).ok()) {
       OutputBuffers out = make_outputs(p);
       const InputPointers in = g.inputs.pointers();
@@ -59,9 +59,14 @@ int fill(const Options& opt) {
       backend.run(p, fwd, device, RunOptions{});
       if (p.backward) {  // the gradients for the file's dO, logical like the file's
         GradientBuffers grads = make_gradient_outputs(p);
-        backend.run_backward(
-            p, fwd, {g.inputs.d_out->data(), grads.dq.data(), grads.dk.data(), grads.dv.data()},
-            device, RunOptions{});
+        backend.run_backward(p, fwd,
+                             {g.inputs.d_out->data(), grads.dq.data(), grads.dk.data(),
+                              grads.dv.data(), grads.dbias ? grads.dbias->data() : nullptr},
+                             device, RunOptions{});
+        if (grads.dbias) {  // the mask's storage, in its order
+          for (std::int64_t x = 0; x < mask_elements(p); ++x)
+            gb.push_back(load_as_double(p.dtype, grads.dbias->data(), x));
+        }
         const auto cuq = cu_seqlens_q(p), cuk = cu_seqlens_kv(p);
         auto logical = [&](const GuardedBuffer& t, const TensorLayout& lay, std::int64_t heads,
                            std::int64_t rows, std::int64_t cols, bool q_side) {
@@ -114,6 +119,7 @@ int fill(const Options& opt) {
     dq.push_back(std::move(gq));
     dk.push_back(std::move(gk));
     dv.push_back(std::move(gv));
+    dbias.push_back(std::move(gb));
   }
   std::vector<golden::CaseToWrite> write;
   for (std::size_t i = 0; i < cases.size(); ++i) {
@@ -122,7 +128,8 @@ int fill(const Options& opt) {
     write.push_back({&cases[i].c, &cases[i].inputs, ran[i] ? &o[i] : nullptr,
                      ran[i] && p.want_lse ? &lse[i] : nullptr,
                      ran[i] && p.want_weights ? &weights[i] : nullptr, grads ? &dq[i] : nullptr,
-                     grads ? &dk[i] : nullptr, grads ? &dv[i] : nullptr});
+                     grads ? &dk[i] : nullptr, grads ? &dv[i] : nullptr,
+                     grads && p.bias_grad ? &dbias[i] : nullptr});
   }
   golden::write_golden_file(opt.results,
                             {"sdpa-cts cases fill --backend " + opt.backend, SDPA_CTS_VERSION,
@@ -169,7 +176,8 @@ int run(const Options& opt) {
   std::cout << opt.out << ": " << cases.size() << " cases of " << name;
   if (repeats) std::cout << " (" << repeats << " repeated case IDs written once)";
   std::cout << " (inputs only: fill in o, and lse / weights where a case asks for them; dq, dk, "
-               "dv for the backward cases, bwd, from their d_out)\n";
+               "dv for the backward cases, bwd, from their d_out; dbias, in the mask's stored "
+               "shape, where a case asks for it)\n";
   return 0;
 }
 

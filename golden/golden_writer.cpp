@@ -123,22 +123,38 @@ void write_case(const Writer& w, hid_t sdpa, const CaseToWrite& cw) {
   }
   const auto B = hsize_t(p.batch), H = hsize_t(p.heads_q), L = hsize_t(p.len_q),
              S = hsize_t(p.len_kv), Dv = hsize_t(p.head_dim_v);
-  if (cw.o) w.dataset(g.get(), where, "o", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, {B, H, L, Dv},
-                      cw.o->data(), nullptr);
-  if (cw.lse) w.dataset(g.get(), where, "lse", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, {B, H, L},
-                        cw.lse->data(), nullptr);
-  if (cw.weights) w.dataset(g.get(), where, "weights", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
-                            {B, H, L, S}, cw.weights->data(), nullptr);
+  if (cw.o)
+    w.dataset(g.get(), where, "o", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, {B, H, L, Dv}, cw.o->data(),
+              nullptr);
+  if (cw.lse)
+    w.dataset(g.get(), where, "lse", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, {B, H, L}, cw.lse->data(),
+              nullptr);
+  if (cw.weights)
+    w.dataset(g.get(), where, "weights", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, {B, H, L, S},
+              cw.weights->data(), nullptr);
   if (p.backward) {
     if (!cw.inputs->d_out) throw std::runtime_error(where + ": a backward case without dO");
-    input(w, g.get(), where, "d_out", p.dtype, *cw.inputs->d_out, dims_of(cw.inputs->d_out->view()));
+    input(w, g.get(), where, "d_out", p.dtype, *cw.inputs->d_out,
+          dims_of(cw.inputs->d_out->view()));
     const auto Hkv = hsize_t(p.heads_kv), Dq = hsize_t(p.head_dim_qk);
-    if (cw.dq) w.dataset(g.get(), where, "dq", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, {B, H, L, Dq},
-                         cw.dq->data(), nullptr);
-    if (cw.dk) w.dataset(g.get(), where, "dk", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, {B, Hkv, S, Dq},
-                         cw.dk->data(), nullptr);
-    if (cw.dv) w.dataset(g.get(), where, "dv", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, {B, Hkv, S, Dv},
-                         cw.dv->data(), nullptr);
+    if (cw.dq)
+      w.dataset(g.get(), where, "dq", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, {B, H, L, Dq},
+                cw.dq->data(), nullptr);
+    if (cw.dk)
+      w.dataset(g.get(), where, "dk", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, {B, Hkv, S, Dq},
+                cw.dk->data(), nullptr);
+    if (cw.dv)
+      w.dataset(g.get(), where, "dv", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, {B, Hkv, S, Dv},
+                cw.dv->data(), nullptr);
+    if (cw.dbias && p.bias_grad) {
+      // The mask's stored shape: 1 in its broadcast dimensions.
+      std::vector<hsize_t> dims = {B, H, L, S};
+      for (int d = 0; d < 4; ++d) {
+        if (p.mask_broadcast & (1u << d)) dims[static_cast<std::size_t>(d)] = 1;
+      }
+      w.dataset(g.get(), where, "dbias", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, dims, cw.dbias->data(),
+                nullptr);
+    }
   }
 }
 

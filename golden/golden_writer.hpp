@@ -14,15 +14,16 @@
 namespace sdpa::golden {
 
 struct CaseToWrite {
-  const Case* c = nullptr;                      // the case (its canonical ID names the group)
-  const InputBuffers* inputs = nullptr;         // its inputs, laid out as the problem says
-  const std::vector<double>* o = nullptr;       // [B, Hq, L, Dv], or null: not written
-  const std::vector<double>* lse = nullptr;     // [B, Hq, L], or null
-  const std::vector<double>* weights = nullptr; // [B, Hq, L, S], or null
+  const Case* c = nullptr;                       // the case (its canonical ID names the group)
+  const InputBuffers* inputs = nullptr;          // its inputs, laid out as the problem says
+  const std::vector<double>* o = nullptr;        // [B, Hq, L, Dv], or null: not written
+  const std::vector<double>* lse = nullptr;      // [B, Hq, L], or null
+  const std::vector<double>* weights = nullptr;  // [B, Hq, L, S], or null
   // A backward case: dO is inputs->d_out (always written); the gradients when not null.
-  const std::vector<double>* dq = nullptr;       // [B, Hq, L, Dqk]
-  const std::vector<double>* dk = nullptr;       // [B, Hkv, S, Dqk]
-  const std::vector<double>* dv = nullptr;       // [B, Hkv, S, Dv]
+  const std::vector<double>* dq = nullptr;     // [B, Hq, L, Dqk]
+  const std::vector<double>* dk = nullptr;     // [B, Hkv, S, Dqk]
+  const std::vector<double>* dv = nullptr;     // [B, Hkv, S, Dv]
+  const std::vector<double>* dbias = nullptr;  // d bias: the mask's stored shape (dbias)
 };
 
 struct FileAttributes {

@@ -17,8 +17,8 @@ PrecisionContract parse_contract(std::string_view text) {
     const std::string key(item.substr(0, eq == std::string_view::npos ? item.size() : eq));
     const std::string_view value = eq == std::string_view::npos ? "" : item.substr(eq + 1);
     auto bad = [&](const std::string& what) {
-      return std::invalid_argument("--contract '" + std::string(text) + "': key '" + key + "': " +
-                                   what + ", got '" + std::string(value) + "'");
+      return std::invalid_argument("--contract '" + std::string(text) + "': key '" + key +
+                                   "': " + what + ", got '" + std::string(value) + "'");
     };
     if (key == "acc" || key == "p") {
       const auto t = parse_dtype(value);
@@ -45,8 +45,9 @@ PrecisionContract parse_contract(std::string_view text) {
 }
 
 std::string format_contract(const PrecisionContract& c) {
-  return "acc=" + std::string(dtype_name(c.accumulate)) + ",p=" + std::string(dtype_name(c.p_type)) +
-         ",online=" + (c.online_softmax ? "1" : "0") + ",block=" + std::to_string(c.key_block);
+  return "acc=" + std::string(dtype_name(c.accumulate)) +
+         ",p=" + std::string(dtype_name(c.p_type)) + ",online=" + (c.online_softmax ? "1" : "0") +
+         ",block=" + std::to_string(c.key_block);
 }
 
 RecordedResults::RecordedResults(std::string name, const GoldenCase& results,
@@ -54,7 +55,8 @@ RecordedResults::RecordedResults(std::string name, const GoldenCase& results,
     : name_(std::move(name)), results_(results), contract_(contract), file_(std::move(file)) {
   caps_.dtypes = {DType::f64, DType::f32, DType::f16, DType::bf16};
   caps_.weights_output = true;
-  caps_.backward = true;  // when the file holds the case's gradients (supports())
+  caps_.backward = true;       // when the file holds the case's gradients (supports())
+  caps_.bias_gradient = true;  // when it holds the case's d bias
 }
 
 Support RecordedResults::supports(const Problem& p, const Device&) const {
@@ -67,6 +69,7 @@ Support RecordedResults::supports(const Problem& p, const Device&) const {
   if (p.want_lse && !results_.has_lse) missing("lse");
   if (p.want_weights && !results_.has_weights) missing("weights");
   if (p.backward && !results_.has_gradients) missing("dq");
+  if (p.bias_grad && results_.dbias.empty() && mask_elements(p) > 0) missing("dbias");
   return s;
 }
 
@@ -126,6 +129,12 @@ void RecordedResults::run_backward(const Problem& p, const Buffers&, const Gradi
                 t.src[static_cast<std::size_t>(((b * t.heads + h) * t.rows + i) * t.cols + e)]);
           }
     }
+  // d bias as recorded, in the mask's storage (its stored shape's order is the storage's).
+  if (p.bias_grad && g.dbias) {
+    for (std::size_t x = 0; x < results_.dbias.size(); ++x) {
+      store_from_double(p.dtype, g.dbias, static_cast<std::int64_t>(x), results_.dbias[x]);
+    }
+  }
 }
 
 }  // namespace sdpa::golden

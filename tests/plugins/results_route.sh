@@ -34,7 +34,7 @@ grep -q "passed: 1 failed: 0" nolse.txt
 grep -Eq "^golden_cases.h5: [0-9]+ cases of ci \(inputs only" export.txt
 # The backward: exported with dO, judged unfilled (NOT_SUPPORTED), filled with cpu.math's
 # forward and gradients (pass, every gradient judged).
-"$cts" cases export --tier ci --filter '\.bwd\.seed5[0-2]\.' --out backward.h5 | tee bwd-export.txt
+"$cts" cases export --tier ci --filter '\.bwd\.(seed5[0-2]|dbias\.seed66)\.' --out backward.h5 | tee bwd-export.txt
 grep -q "dq, dk, dv for the backward cases" bwd-export.txt
 "$cts" cases judge --results backward.h5 --no-report > bwd-unfilled.txt 2>&1 || true
 grep -Eq "passed: 0 failed: 0 not_supported: [1-9][0-9]* " bwd-unfilled.txt
@@ -42,4 +42,6 @@ grep -Eq "passed: 0 failed: 0 not_supported: [1-9][0-9]* " bwd-unfilled.txt
 "$cts" cases judge --results backward.h5 --report bwd-report | tee bwd-good.txt
 grep -Eq "passed: [1-9][0-9]* failed: 0 not_supported: 0 " bwd-good.txt
 grep -q '"tensor_ratios":{"dk":' bwd-report/results.jsonl
+# d bias (the dbias cases among them): filled and judged with the rest.
+grep -q '"tensor_ratios":{"dbias":' bwd-report/results.jsonl
 echo "results route: ok"
