@@ -136,8 +136,8 @@ class FlashBackend final : public Backend {
   void run(const Problem& p, const Buffers& buf, const Device& device,
            const RunOptions& options) const override;
   void run_backward(const Problem& p, const Buffers& forward, const GradientPointers& grads,
-                    const Device&, const RunOptions& options) const override {
-    flash_backward(p, forward, grads, options);
+                    const Device& device, const RunOptions& options) const override {
+    flash_backward(p, forward, grads, device, options);
   }
 };
 

@@ -1,28 +1,31 @@
-// cpu.flash's backward: FlashAttention-2's recomputation with a deterministic dQ.
+// cpu.flash's backward: FlashAttention-2's recomputation, one task per (batch element, kv
+// head) with its whole group of query heads, so that dQ accumulates across the key blocks in the
+// task's own buffer (no atomic adds, no second pass) and every output element is the work of
+// one task in a fixed order: bitwise the same for any thread count.
 //
-//   pass 0  D_i = dO_i . O_i for every query row (O the forward's stored output);
-//   pass 1  one task per (b, key/value head, block of kBackwardKeyBlock keys): for every query
-//           row of the group that reaches the block, P_ij = exp(s_ij - LSE_i) from the forward's
-//           LSE, dP_ij = z_ij dO_i . V_j, dS_ij = P_ij (dP_ij - D_i) t'_ij, and the block's
-//           dV_j += P_ij z_ij dO_i, dK_j += dS_ij Q_i;
-//   pass 2  one task per (b, query head, block of kBackwardRowBlock rows): the same dS_ij again,
-//           dQ_i = scale sum_j dS_ij K_j over the row's keys.
-// FlashAttention-2 accumulates dQ across key blocks with atomic adds, whose order varies; the
-// second pass costs one more recomputation of P and dS and makes every element the work of one
-// task in a fixed order. A row whose LSE is -inf attends no key and has no term: its gradients
-// are zeros, never exp(-inf - -inf). Overflow guard: a dP that overflows f32 (dO . V beyond its
-// range) is computed again in f64. Portable loops: one code path for every ISA target.
+// The fast path is the per-target kernel (flash_backward_impl.hpp: blocked f32 GEMMs on the
+// SIMD layer). A task in which a value left the f32 range or was not finite (non-finite
+// inputs, dO . V or dO . O beyond f32) is computed again on the guarded path below: portable
+// loops with f64 sums, P recomputed twice (dK/dV per key block, then dQ per row block), dP
+// recomputed in f64 where f32 overflows. A row whose LSE is -inf attends no key and has no
+// term: its gradients are zeros, never exp(-inf - -inf).
 #include "kernels/cpu/flash_backward.hpp"
 
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <memory>
+#include <new>
 #include <vector>
 
 #include "core/philox.hpp"
+#include "kernels/cpu/flash_backward_kernel.hpp"
+#include "kernels/cpu/isa_target.hpp"
 #include "kernels/cpu/sdpa_rows.hpp"
+#include "kernels/lowered_problem.hpp"
 
 namespace sdpa::cpu {
 namespace {
@@ -125,7 +128,7 @@ bool pair_terms(const Context& c, i64 b, i64 h, i64 i, i64 j, const float* q, co
   return true;
 }
 
-// Pass 1: dK and dV of keys [j0, j1) of key/value head hk of batch element b.
+// Guarded path: dK and dV of keys [j0, j1) of key/value head hk of batch element b.
 void key_block(const Context& c, i64 b, i64 hk, i64 j0, i64 j1) {
   const Problem& p = c.p;
   const Geometry& g = c.g;
@@ -165,7 +168,7 @@ void key_block(const Context& c, i64 b, i64 hk, i64 j0, i64 j1) {
   }
 }
 
-// Pass 2: dQ of rows [i0, i1) of query head h of batch element b.
+// Guarded path: dQ of rows [i0, i1) of query head h of batch element b.
 void row_block(const Context& c, i64 b, i64 h, i64 i0, i64 i1) {
   const Problem& p = c.p;
   const Geometry& g = c.g;
@@ -193,33 +196,90 @@ void row_block(const Context& c, i64 b, i64 h, i64 i0, i64 i1) {
   }
 }
 
-// One task: keys or rows [lo, hi) of head `head` of batch element b.
-struct Block {
-  i64 b, head, lo, hi;
+// The guarded path for the task (b, kv head hk): D of its rows, then every key block's dK and
+// dV and every row block's dQ of its query heads.
+void guarded_task(Context& c, i64 b, i64 hk) {
+  const Problem& p = c.p;
+  const Geometry& g = c.g;
+  const i64 dv = p.head_dim_v;
+  std::vector<float> d_o(std::max<i64>(dv, 1)), o(std::max<i64>(dv, 1));
+  for (i64 h = hk * g.group; h < (hk + 1) * g.group; ++h)
+    for (i64 i = 0; i < g.lq(b); ++i) {
+      load(p.dtype, c.grads.d_out, g.q_row(p.o, b, h, i), p.o.stride[3], dv, d_o.data());
+      load(p.dtype, c.fwd.o, g.q_row(p.o, b, h, i), p.o.stride[3], dv, o.data());
+      c.d[static_cast<std::size_t>(c.row(b, h, i))] = dot64(d_o.data(), o.data(), dv);
+    }
+  for (i64 j0 = 0; j0 < g.skv(b); j0 += kBackwardKeyBlock)
+    key_block(c, b, hk, j0, std::min(j0 + kBackwardKeyBlock, g.skv(b)));
+  for (i64 h = hk * g.group; h < (hk + 1) * g.group; ++h)
+    for (i64 i0 = 0; i0 < std::max<i64>(g.lq(b), 1); i0 += kBackwardRowBlock)
+      row_block(c, b, h, i0, std::min(i0 + kBackwardRowBlock, g.lq(b)));
+}
+
+// Padding of the task (b, hk) in the padded layout: keys beyond S_b and rows beyond L_b are 0.
+void zero_padding(const Context& c, i64 b, i64 hk) {
+  const Problem& p = c.p;
+  const Geometry& g = c.g;
+  if (p.packed) return;
+  for (i64 j = g.skv(b); j < p.len_kv; ++j) {
+    zero(p.dtype, c.grads.dk, g.kv_row(p.k, b, hk, j), p.k.stride[3], p.head_dim_qk);
+    zero(p.dtype, c.grads.dv, g.kv_row(p.v, b, hk, j), p.v.stride[3], p.head_dim_v);
+  }
+  for (i64 h = hk * g.group; h < (hk + 1) * g.group; ++h)
+    for (i64 i = g.lq(b); i < p.len_q; ++i)
+      zero(p.dtype, c.grads.dq, g.q_row(p.q, b, h, i), p.q.stride[3], p.head_dim_qk);
+}
+
+std::size_t align64(std::size_t x) { return (x + 63) / 64 * 64; }
+
+// The per-thread scratch of the fast kernel (flash_backward_kernel.hpp).
+flash::BackwardScratch backward_scratch(i64 group, i64 rows, i64 dqp, i64 dvp) {
+  using flash::kBwdKeyBlock;
+  using flash::kBwdRowBlock;
+  flash::BackwardScratch s;
+  std::size_t at = 0;
+  auto take = [&](std::size_t floats) {
+    const std::size_t off = at;
+    at += align64(std::max<std::size_t>(floats, 1) * 4);
+    return off;
+  };
+  const auto n = [](i64 x) { return static_cast<std::size_t>(x); };
+  s.qr = take(n(kBwdRowBlock * dqp));
+  s.dor = take(n(kBwdRowBlock * dvp));
+  s.kt = take(n(dqp * kBwdKeyBlock));
+  s.vt = take(n(dvp * kBwdKeyBlock));
+  s.kr = take(n(kBwdKeyBlock * dqp));
+  s.dk = take(n(kBwdKeyBlock * dqp));
+  s.dv = take(n(kBwdKeyBlock * dvp));
+  s.s = take(n(kBwdRowBlock * kBwdKeyBlock));
+  s.ds = take(n(kBwdRowBlock * kBwdKeyBlock));
+  s.tmp = take(n(2 * std::max(dqp, dvp) + 64));
+  s.dq = take(n(group * rows * dqp));
+  s.rows = take(n(2 * group * rows));
+  s.bytes = at;
+  return s;
+}
+
+flash::BackwardTaskFn backward_kernel(IsaTarget target) {
+  switch (target) {
+    case IsaTarget::scalar:
+      return flash::backward_task_scalar;
+    case IsaTarget::avx2:
+      return flash::backward_task_avx2;
+    default:  // avx512, avx512bf16 (f32 GEMMs: bf16 is widened)
+      return flash::backward_task_avx512;
+  }
+}
+
+struct FreeDeleter {
+  void operator()(unsigned char* p) const { std::free(p); }
 };
-
-// The blocks of `size` over len(b) for every (b, head), a head of length 0 with one empty block.
-template <typename Len>
-std::vector<Block> blocks(i64 batch, i64 heads, Len len, i64 size) {
-  std::vector<Block> out;
-  for (i64 b = 0; b < batch; ++b)
-    for (i64 h = 0; h < heads; ++h)
-      for (i64 lo = 0; lo < std::max<i64>(len(b), 1); lo += size)
-        out.push_back({b, h, lo, std::min(lo + size, len(b))});
-  return out;
-}
-
-// Each block on one thread, in any order: every output element belongs to one block.
-template <typename Fn>
-void run_blocks(const std::vector<Block>& tasks, int threads, Fn fn) {
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-  for (std::size_t t = 0; t < tasks.size(); ++t) fn(tasks[t]);
-}
 
 }  // namespace
 
 void flash_backward(const Problem& p, const Buffers& forward, const GradientPointers& grads,
-                    const RunOptions& options) {
+                    const Device& device, const RunOptions& options) {
+  const flash::BackwardTaskFn kernel = backward_kernel(isa_to_run(device));
   const Geometry g(p);
   Context c{p,
             g,
@@ -228,44 +288,33 @@ void flash_backward(const Problem& p, const Buffers& forward, const GradientPoin
             static_cast<float>(effective_scale(p)),
             static_cast<float>(p.dropout_p > 0 ? 1.0 / (1.0 - p.dropout_p) : 1.0),
             {}};
-  const i64 B = p.batch, H = p.heads_q, Hkv = p.heads_kv, L = p.len_q, S = p.len_kv;
-  const i64 dq = p.head_dim_qk, dv = p.head_dim_v;
-  const int threads = thread_count(options);
-  // Pass 0: D per row, in f64 (dO . O of a V near the maximum overflows f32).
-  c.d.assign(static_cast<std::size_t>(std::max<i64>(B * H * L, 1)), 0.0);
-  {
-    std::vector<float> d_o(std::max<i64>(dv, 1)), o(std::max<i64>(dv, 1));
-    for (i64 b = 0; b < B; ++b)
-      for (i64 h = 0; h < H; ++h)
-        for (i64 i = 0; i < g.lq(b); ++i) {
-          load(p.dtype, grads.d_out, g.q_row(p.o, b, h, i), p.o.stride[3], dv, d_o.data());
-          load(p.dtype, forward.o, g.q_row(p.o, b, h, i), p.o.stride[3], dv, o.data());
-          c.d[static_cast<std::size_t>(c.row(b, h, i))] = dot64(d_o.data(), o.data(), dv);
-        }
+  c.d.assign(static_cast<std::size_t>(std::max<i64>(p.batch * p.heads_q * p.len_q, 1)), 0.0);
+  const LoweredProblem lowered(p, forward, grads);
+  flash::BackwardParams P;
+  static_cast<sdpa_cts_params&>(P) = lowered.params();
+  P.softcap_f32 = static_cast<float>(p.softcap);
+  P.dqk_padded = (p.head_dim_qk + 15) / 16 * 16;
+  P.dv_padded = (p.head_dim_v + 15) / 16 * 16;
+  P.scratch = backward_scratch(g.group, p.len_q, P.dqk_padded, P.dv_padded);
+
+  const i64 tasks = p.batch * p.heads_kv;
+  if (tasks == 0) return;
+  const int threads =
+      static_cast<int>(std::max<i64>(std::min<i64>(thread_count(options), tasks), 1));
+  std::vector<std::unique_ptr<unsigned char, FreeDeleter>> scratch;
+  for (int t = 0; t < threads; ++t) {
+    auto* mem = static_cast<unsigned char*>(std::aligned_alloc(64, P.scratch.bytes));
+    if (!mem) throw std::bad_alloc();
+    scratch.emplace_back(mem);
   }
-  // Pass 1: the (b, key/value head, key block) tasks; pass 2: the (b, query head, row block)
-  // tasks. The first block of each head also zeroes its padding (keys beyond S_b, rows beyond
-  // L_b, padded layout only); a head with no key or row has one empty block for that.
-  run_blocks(blocks(
-                 B, Hkv, [&](i64 b) { return g.skv(b); }, kBackwardKeyBlock),
-             threads, [&](const Block& k) {
-               if (k.hi > k.lo) key_block(c, k.b, k.head, k.lo, k.hi);
-               if (k.lo == 0 && !p.packed) {
-                 for (i64 j = g.skv(k.b); j < S; ++j) {
-                   zero(p.dtype, grads.dk, g.kv_row(p.k, k.b, k.head, j), p.k.stride[3], dq);
-                   zero(p.dtype, grads.dv, g.kv_row(p.v, k.b, k.head, j), p.v.stride[3], dv);
-                 }
-               }
-             });
-  run_blocks(blocks(
-                 B, H, [&](i64 b) { return g.lq(b); }, kBackwardRowBlock),
-             threads, [&](const Block& r) {
-               if (r.hi > r.lo) row_block(c, r.b, r.head, r.lo, r.hi);
-               if (r.lo == 0 && !p.packed) {
-                 for (i64 i = g.lq(r.b); i < L; ++i)
-                   zero(p.dtype, grads.dq, g.q_row(p.q, r.b, r.head, i), p.q.stride[3], dq);
-               }
-             });
+  // Each task on one thread, in any order: its outputs are its own.
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  for (i64 x = 0; x < tasks; ++x) {
+    const i64 b = x / p.heads_kv, hk = x % p.heads_kv;
+    if (!kernel(P, b, hk, scratch[static_cast<std::size_t>(omp_get_thread_num())].get()))
+      guarded_task(c, b, hk);
+    zero_padding(c, b, hk);
+  }
 }
 
 }  // namespace sdpa::cpu

@@ -1,0 +1,55 @@
+// cpu.flash's backward internals shared by its driver (flash_backward.cpp) and the per-target
+// kernel units (generated from flash_backward_impl.hpp by sdpa_cts_isa_units in
+// kernels/cpu/CMakeLists.txt). Plain data and declarations only, as flash_kernel.hpp: nothing
+// compiled with one target's flags can be picked by the linker for another.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "sdpa_cts/params.h"
+
+namespace sdpa::cpu::flash {
+
+// Keys per block (the dK / dV accumulators) and query rows per block of one step.
+constexpr std::int64_t kBwdKeyBlock = 64;
+constexpr std::int64_t kBwdRowBlock = 64;
+
+// Byte offsets of the arrays in one thread's backward scratch (each 64-byte aligned). Head
+// dims are padded to Dqp, Dvp (multiples of 16) with zeros.
+struct BackwardScratch {
+  std::size_t qr = 0;     // f32 [Br][Dqp]: the step's Q rows
+  std::size_t dor = 0;    // f32 [Br][Dvp]: its dO rows
+  std::size_t kt = 0;     // f32 [Dqk][Bc]: the key block's K, transposed (keys beyond S_b 0)
+  std::size_t vt = 0;     // f32 [Dv][Bc]: its V, transposed
+  std::size_t kr = 0;     // f32 [Bc][Dqp]: its K, one key per row
+  std::size_t dk = 0;     // f32 [Bc][Dqp]: the block's dK accumulators (unscaled)
+  std::size_t dv = 0;     // f32 [Bc][Dvp]: its dV accumulators
+  std::size_t s = 0;      // f32 [Br][Bc]: logits S, then the dV operand P z (rounded)
+  std::size_t ds = 0;     // f32 [Br][Bc]: dP, then dS (rounded)
+  std::size_t tmp = 0;    // f32 [max(Dqp, Dvp) + 32]: one converted row
+  std::size_t dq = 0;     // f32 [G][L_max][Dqp]: the task's dQ accumulators (unscaled)
+  std::size_t rows = 0;   // f32 [2][G][L_max]: D = dO . O and the LSE of each of its rows
+  std::size_t bytes = 0;  // total
+};
+
+// What a backward kernel takes: the lowered backward call and the driver's choices.
+struct BackwardParams : sdpa_cts_params {
+  float softcap_f32 = 0;        // softcap in the kernel's f32 arithmetic
+  std::int64_t dqk_padded = 0;  // Dqp
+  std::int64_t dv_padded = 0;   // Dvp
+  BackwardScratch scratch;      // this problem's per-thread scratch
+};
+
+// dQ of the query heads of kv head `hkv`'s group and dK, dV of that kv head, batch element
+// b (one task; every output element belongs to one task). Returns false, having written some
+// of them, when a value left the f32 range or was not finite (non-finite inputs, dO . V
+// beyond f32): the driver then computes the task again on its guarded path.
+using BackwardTaskFn = bool (*)(const BackwardParams&, std::int64_t b, std::int64_t hkv,
+                                unsigned char* scratch);
+
+bool backward_task_scalar(const BackwardParams&, std::int64_t b, std::int64_t hkv, unsigned char*);
+bool backward_task_avx2(const BackwardParams&, std::int64_t b, std::int64_t hkv, unsigned char*);
+bool backward_task_avx512(const BackwardParams&, std::int64_t b, std::int64_t hkv, unsigned char*);
+
+}  // namespace sdpa::cpu::flash
