@@ -256,6 +256,19 @@ flash::BackwardScratch backward_scratch(i64 group, i64 rows, i64 dqp, i64 dvp) {
   s.tmp = take(n(2 * std::max(dqp, dvp) + 64));
   s.dq = take(n(group * rows * dqp));
   s.rows = take(n(2 * group * rows));
+  // The bf16 dot path's arrays (in floats: two bf16 or one u32 pair each).
+  s.qb = take(n(kBwdRowBlock * dqp / 2));
+  s.dob = take(n(kBwdRowBlock * dvp / 2));
+  s.kb = take(n(kBwdKeyBlock * dqp / 2));
+  s.vb = take(n(kBwdKeyBlock * dvp / 2));
+  s.kt2 = take(n(dqp / 2 * kBwdKeyBlock));
+  s.vt2 = take(n(dvp / 2 * kBwdKeyBlock));
+  s.k2 = take(n(kBwdKeyBlock / 2 * dqp));
+  s.q2 = take(n(kBwdRowBlock / 2 * dqp));
+  s.do2 = take(n(kBwdRowBlock / 2 * dvp));
+  s.w2 = take(n(kBwdRowBlock / 2 * kBwdKeyBlock));
+  s.ds2 = take(n(kBwdRowBlock / 2 * kBwdKeyBlock));
+  s.dsj = take(n(kBwdRowBlock * kBwdKeyBlock / 2));
   s.bytes = at;
   return s;
 }
@@ -266,9 +279,28 @@ flash::BackwardTaskFn backward_kernel(IsaTarget target) {
       return flash::backward_task_scalar;
     case IsaTarget::avx2:
       return flash::backward_task_avx2;
-    default:  // avx512, avx512bf16 (f32 GEMMs: bf16 is widened)
+    case IsaTarget::avx512:
       return flash::backward_task_avx512;
+    default:
+      return flash::backward_task_avx512bf16;
   }
+}
+
+// True when every nonzero element of the bf16 tensor `v` of `base` has a magnitude of at least
+// 2^-63 (or is not finite): its products with another such element are normal f32 numbers,
+// which the bf16 dot path needs (vdpbf16ps flushes subnormal operands and products).
+bool bf16_magnitudes_at_least_2m63(const void* base, const StridedView& v) {
+  const auto* x = static_cast<const std::uint16_t*>(base);
+  for (i64 a = 0; a < v.shape[0]; ++a)
+    for (i64 b = 0; b < v.shape[1]; ++b)
+      for (i64 c = 0; c < v.shape[2]; ++c) {
+        const std::uint16_t* row = x + a * v.stride[0] + b * v.stride[1] + c * v.stride[2];
+        for (i64 d = 0; d < v.shape[3]; ++d) {
+          const std::uint16_t bits = row[d * v.stride[3]] & 0x7fff;
+          if (bits != 0 && (bits >> 7) < 127 - 63) return false;
+        }
+      }
+  return true;
 }
 
 struct FreeDeleter {
@@ -279,7 +311,8 @@ struct FreeDeleter {
 
 void flash_backward(const Problem& p, const Buffers& forward, const GradientPointers& grads,
                     const Device& device, const RunOptions& options) {
-  const flash::BackwardTaskFn kernel = backward_kernel(isa_to_run(device));
+  const IsaTarget target = isa_to_run(device);
+  const flash::BackwardTaskFn kernel = backward_kernel(target);
   const Geometry g(p);
   Context c{p,
             g,
@@ -296,6 +329,16 @@ void flash_backward(const Problem& p, const Buffers& forward, const GradientPoin
   P.dqk_padded = (p.head_dim_qk + 15) / 16 * 16;
   P.dv_padded = (p.head_dim_v + 15) / 16 * 16;
   P.scratch = backward_scratch(g.group, p.len_q, P.dqk_padded, P.dv_padded);
+  // bf16 through vdpbf16ps where the forward takes it (flash_backend.cpp: the avx512bf16 target
+  // forced, or chosen on an AMD CPU, whose vdpbf16ps runs at twice its f32 FMA rate), unless an
+  // input holds a magnitude its flushing could lose.
+  static const bool fast_bf16_dot = __builtin_cpu_is("amd");
+  P.bf16_dot = target == IsaTarget::avx512bf16 && p.dtype == DType::bf16 &&
+               (device.cpu.isa_chosen || fast_bf16_dot) &&
+               bf16_magnitudes_at_least_2m63(forward.q, q_view(p)) &&
+               bf16_magnitudes_at_least_2m63(forward.k, k_view(p)) &&
+               bf16_magnitudes_at_least_2m63(forward.v, v_view(p)) &&
+               bf16_magnitudes_at_least_2m63(grads.d_out, o_view(p));
 
   const i64 tasks = p.batch * p.heads_kv;
   if (tasks == 0) return;

@@ -17,6 +17,14 @@
 // second pass over the keys. One micro-kernel serves the five GEMMs: C[k][v] (+)= sum_t
 // A(k, t) B[t][v], A read by broadcast through two strides (so P^T and dS^T need no
 // transposed copy), B and C as 16-lane vectors along their rows.
+//
+// bf16 on the avx512bf16 target (when the driver sets bf16_dot) runs the same five GEMMs on
+// bf16 pairs by vdpbf16ps, f32 accumulation: every operand is a bf16 value already (the
+// inputs, and P z and dS, rounded by the contract). vdpbf16ps takes subnormal operands as zero
+// and flushes subnormal products, so P z and dS enter 2^kBoost times their value (exact; the
+// accumulators are scaled back at the end) and the driver keeps inputs with a nonzero
+// magnitude below 2^-63 on the f32 GEMMs: what is flushed then lies below 2^-158, far inside
+// the subnormal terms of the bound. A boosted sum that overflows is caught like any other.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -140,6 +148,79 @@ void gemm(bool acc, const float* a, i64 sk, i64 st, const float* b, i64 ldb, i64
   }
 }
 
+#if defined(SDPA_SIMD_HAS_BF16_PAIRS)
+constexpr bool kBf16Pairs = true;
+// A 32-bit word that may alias 16-bit data: a pair of bf16 elements read in place.
+typedef std::uint32_t u32a __attribute__((may_alias));
+constexpr int kBMR = 6, kBNV = 4;
+
+// C[k][v*16 + l] (+)= sum_{e < pairs} dot2(a[k*sk + e*se], b[e*ldb + v*16 + l]) for k < MR,
+// v < NV: `tile` on bf16 pairs, f32 accumulation.
+template <int MR, int NV, bool Acc>
+void ptile(const u32a* a, i64 sk, i64 se, const u32a* b, i64 ldb, i64 pairs, float* c, i64 ldc) {
+  V acc[MR][NV];
+  for (int k = 0; k < MR; ++k)
+    for (int v = 0; v < NV; ++v) acc[k][v] = Acc ? vload(c + k * ldc + v * 16) : vzero();
+  for (i64 e = 0; e < pairs; ++e) {
+    VP bv[NV];
+    for (int v = 0; v < NV; ++v) bv[v] = vp_load(b + e * ldb + v * 16);
+    for (int k = 0; k < MR; ++k) {
+      const VP ak = vp_set(a[k * sk + e * se]);
+      for (int v = 0; v < NV; ++v) acc[k][v] = vdot_pairs(acc[k][v], ak, bv[v]);
+    }
+  }
+  for (int k = 0; k < MR; ++k)
+    for (int v = 0; v < NV; ++v) vstore(c + k * ldc + v * 16, acc[k][v]);
+}
+
+using PTileFn = void (*)(const u32a*, i64, i64, const u32a*, i64, i64, float*, i64);
+
+template <int NV, bool Acc>
+struct PTileRow {
+  static constexpr PTileFn fns[7] = {nullptr,           ptile<1, NV, Acc>, ptile<2, NV, Acc>,
+                                     ptile<3, NV, Acc>, ptile<4, NV, Acc>, ptile<5, NV, Acc>,
+                                     ptile<6, NV, Acc>};
+};
+
+template <bool Acc>
+PTileFn ptile_fn(int mr, int nv) {
+  switch (nv) {
+    case 1:
+      return PTileRow<1, Acc>::fns[mr];
+    case 2:
+      return PTileRow<2, Acc>::fns[mr];
+    case 3:
+      return PTileRow<3, Acc>::fns[mr];
+    default:
+      return PTileRow<4, Acc>::fns[mr];
+  }
+}
+
+// `gemm` on bf16 pairs: C (rows x 16 nvec) (+)= A B over `pairs`, A(k, e) = a[k*sk + e*se].
+void pgemm(bool acc, const void* a, i64 sk, i64 se, const void* b, i64 ldb, i64 pairs, float* c,
+           i64 ldc, i64 rows, i64 nvec) {
+  const auto* a2 = static_cast<const u32a*>(a);
+  const auto* b2 = static_cast<const u32a*>(b);
+  for (i64 v0 = 0; v0 < nvec; v0 += kBNV) {
+    const int nv = static_cast<int>(imin(kBNV, nvec - v0));
+    for (i64 r = 0, mr = 0; r < rows; r += mr) {
+      mr = tile_rows(rows - r);
+      (acc ? ptile_fn<true>(static_cast<int>(mr), nv) : ptile_fn<false>(static_cast<int>(mr), nv))(
+          a2 + r * sk, sk, se, b2 + v0 * 16, ldb, pairs, c + r * ldc + v0 * 16, ldc);
+    }
+  }
+}
+
+// dst[e][v] = a[e][v] | b[e][v] << 16: rows a and b of n (a multiple of 16) bf16 bits as pairs.
+inline void zip_rows(const std::uint16_t* a, const std::uint16_t* b, i64 n, std::uint32_t* dst) {
+  for (i64 d = 0; d < n; d += 16) vp_zip(a + d, b + d, dst + d);
+}
+#else
+constexpr bool kBf16Pairs = false;
+#endif
+// P z and dS enter the bf16 dot path 2^kBoost times their value.
+constexpr int kBoost = 32;
+
 // ================================================================== elements
 
 inline i64 elem_bytes(DType t) { return t == DType::f32 ? 4 : 2; }
@@ -149,6 +230,18 @@ inline void load_padded(DType t, const void* base, i64 off, i64 stride, i64 n, i
                         float* dst) {
   simd::load_row(t, static_cast<const unsigned char*>(base) + off * elem_bytes(t), stride, n, dst);
   for (i64 e = n; e < padded; ++e) dst[e] = 0.0f;
+}
+
+// dst[e] = the bits of bf16 element base[off + e * stride] for e < n, then zeros to `padded`.
+inline void load_bits(const void* base, i64 off, i64 stride, i64 n, i64 padded,
+                      std::uint16_t* dst) {
+  const auto* s = static_cast<const std::uint16_t*>(base) + off;
+  if (stride == 1) {
+    std::memcpy(dst, s, static_cast<std::size_t>(n) * 2);
+  } else {
+    for (i64 e = 0; e < n; ++e) dst[e] = s[e * stride];
+  }
+  for (i64 e = n; e < padded; ++e) dst[e] = 0;
 }
 
 inline void store_row(DType t, const float* src, i64 n, void* base, i64 off, i64 stride) {
@@ -197,6 +290,8 @@ T* at(unsigned char* base, std::size_t off) {
 
 alignas(64) constexpr float kIota[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
 
+// One task (flash_backward_kernel.hpp); Dot: the bf16 pair GEMMs (avx512bf16 only).
+template <bool Dot>
 bool run_task(const BackwardParams& p, i64 b, i64 hk, unsigned char* scr) {
   const BackwardScratch& sl = p.scratch;
   const DType t = static_cast<DType>(p.dtype);
@@ -221,6 +316,22 @@ bool run_task(const BackwardParams& p, i64 b, i64 hk, unsigned char* scr) {
   float* DQ = at<float>(scr, sl.dq);
   float* drow = at<float>(scr, sl.rows);
   float* lrow = drow + G * lb;
+#if defined(SDPA_SIMD_HAS_BF16_PAIRS)
+  auto* QB = at<std::uint16_t>(scr, sl.qb);
+  auto* DOB = at<std::uint16_t>(scr, sl.dob);
+  auto* KBT = at<std::uint16_t>(scr, sl.kb);
+  auto* VBT = at<std::uint16_t>(scr, sl.vb);
+  auto* KT2 = at<std::uint32_t>(scr, sl.kt2);
+  auto* VT2 = at<std::uint32_t>(scr, sl.vt2);
+  auto* K2 = at<std::uint32_t>(scr, sl.k2);
+  auto* Q2 = at<std::uint32_t>(scr, sl.q2);
+  auto* DO2 = at<std::uint32_t>(scr, sl.do2);
+  auto* W2 = at<std::uint32_t>(scr, sl.w2);
+  auto* DS2 = at<std::uint32_t>(scr, sl.ds2);
+  auto* DSJ = at<std::uint16_t>(scr, sl.dsj);
+#endif
+  const float boost = Dot ? std::ldexp(1.0f, kBoost) : 1.0f;
+  const double unboost = Dot ? std::ldexp(1.0, -kBoost) : 1.0;
   const KeyStructure structure = key_structure(p);
   V bad = vzero();  // NaN once a value of a step is not finite
 
@@ -244,7 +355,30 @@ bool run_task(const BackwardParams& p, i64 b, i64 hk, unsigned char* scr) {
 
   for (i64 j0 = 0; j0 < sb; j0 += Bc) {
     const i64 n = imin(Bc, sb - j0);
-    for (i64 jj = 0; jj < Bc; ++jj) {
+    if constexpr (Dot) {
+#if defined(SDPA_SIMD_HAS_BF16_PAIRS)
+      for (i64 jj = 0; jj < Bc; ++jj) {
+        std::uint16_t* kb = KBT + jj * Dqp;
+        std::uint16_t* vb = VBT + jj * Dvp;
+        if (jj < n) {
+          load_bits(p.k, row_offset(p.k_stride, packed, p.cu_seqlens_kv, b, hk, j0 + jj),
+                    p.k_stride[3], Dq, Dqp, kb);
+          load_bits(p.v, row_offset(p.v_stride, packed, p.cu_seqlens_kv, b, hk, j0 + jj),
+                    p.v_stride[3], Dv, Dvp, vb);
+        } else {
+          std::memset(kb, 0, static_cast<std::size_t>(Dqp) * 2);
+          std::memset(vb, 0, static_cast<std::size_t>(Dvp) * 2);
+        }
+        const auto* kp = reinterpret_cast<const u32a*>(kb);
+        const auto* vp = reinterpret_cast<const u32a*>(vb);
+        for (i64 e = 0; e < Dqp / 2; ++e) KT2[e * Bc + jj] = kp[e];
+        for (i64 e = 0; e < Dvp / 2; ++e) VT2[e * Bc + jj] = vp[e];
+      }
+      for (i64 u = 0; u < Bc / 2; ++u)
+        zip_rows(KBT + 2 * u * Dqp, KBT + (2 * u + 1) * Dqp, Dqp, K2 + u * Dqp);
+#endif
+    }
+    for (i64 jj = 0; jj < Bc && !Dot; ++jj) {
       float* kr = KR + jj * Dqp;
       if (jj < n) {
         load_padded(t, p.k, row_offset(p.k_stride, packed, p.cu_seqlens_kv, b, hk, j0 + jj),
@@ -277,14 +411,37 @@ bool run_task(const BackwardParams& p, i64 b, i64 hk, unsigned char* scr) {
           any = any || a < z;
         }
         if (!any) continue;
-        for (i64 r = 0; r < nr; ++r) {
-          load_padded(t, p.q, row_offset(p.q_stride, packed, p.cu_seqlens_q, b, h, i0 + r),
-                      p.q_stride[3], Dq, Dqp, QR + r * Dqp);
-          load_padded(t, p.d_o, row_offset(p.d_o_stride, packed, p.cu_seqlens_q, b, h, i0 + r),
-                      p.d_o_stride[3], Dv, Dvp, DOR + r * Dvp);
+        [[maybe_unused]] const i64 pr = (nr + 1) / 2;  // pairs of rows (Dot)
+        if constexpr (Dot) {
+#if defined(SDPA_SIMD_HAS_BF16_PAIRS)
+          for (i64 r = 0; r < 2 * pr; ++r) {
+            if (r < nr) {
+              load_bits(p.q, row_offset(p.q_stride, packed, p.cu_seqlens_q, b, h, i0 + r),
+                        p.q_stride[3], Dq, Dqp, QB + r * Dqp);
+              load_bits(p.d_o, row_offset(p.d_o_stride, packed, p.cu_seqlens_q, b, h, i0 + r),
+                        p.d_o_stride[3], Dv, Dvp, DOB + r * Dvp);
+            } else {
+              std::memset(QB + r * Dqp, 0, static_cast<std::size_t>(Dqp) * 2);
+              std::memset(DOB + r * Dvp, 0, static_cast<std::size_t>(Dvp) * 2);
+            }
+          }
+          for (i64 u = 0; u < pr; ++u) {
+            zip_rows(QB + 2 * u * Dqp, QB + (2 * u + 1) * Dqp, Dqp, Q2 + u * Dqp);
+            zip_rows(DOB + 2 * u * Dvp, DOB + (2 * u + 1) * Dvp, Dvp, DO2 + u * Dvp);
+          }
+          pgemm(false, QB, Dqp / 2, 1, KT2, Bc, (Dq + 1) / 2, SB, Bc, nr, kBlockVecs);
+          pgemm(false, DOB, Dvp / 2, 1, VT2, Bc, (Dv + 1) / 2, DS, Bc, nr, kBlockVecs);
+#endif
+        } else {
+          for (i64 r = 0; r < nr; ++r) {
+            load_padded(t, p.q, row_offset(p.q_stride, packed, p.cu_seqlens_q, b, h, i0 + r),
+                        p.q_stride[3], Dq, Dqp, QR + r * Dqp);
+            load_padded(t, p.d_o, row_offset(p.d_o_stride, packed, p.cu_seqlens_q, b, h, i0 + r),
+                        p.d_o_stride[3], Dv, Dvp, DOR + r * Dvp);
+          }
+          gemm(false, QR, Dqp, 1, KT, Bc, Dq, SB, Bc, nr, kBlockVecs);
+          gemm(false, DOR, Dvp, 1, VT, Bc, Dv, DS, Bc, nr, kBlockVecs);
         }
-        gemm(false, QR, Dqp, 1, KT, Bc, Dq, SB, Bc, nr, kBlockVecs);
-        gemm(false, DOR, Dvp, 1, VT, Bc, Dv, DS, Bc, nr, kBlockVecs);
 
         for (i64 r = 0; r < nr; ++r) {
           if (lo[r] >= hi[r]) {
@@ -346,32 +503,59 @@ bool run_task(const BackwardParams& p, i64 b, i64 hk, unsigned char* scr) {
               // A dropped key has no term in dV (also in a NaN row).
               pz = vselect(veq(z, vzero()), vzero(), vmul(prob, z));
             }
-            const V ds = vselect(live, as_operand(t, vmul(vmul(prob, vsub(dp, dd)), tp)), vzero());
-            const V w = vselect(live, as_operand(t, pz), vzero());
+            // The dot path rounds them to bf16 when it packs them (the same bits but for values
+            // that would overflow or be flushed either way).
+            const DType op = Dot ? DType::f32 : t;
+            const V ds = vselect(live, as_operand(op, vmul(vmul(prob, vsub(dp, dd)), tp)), vzero());
+            const V w = vselect(live, as_operand(op, pz), vzero());
             bad = vadd(bad, vadd(vsub(ds, ds), vsub(w, w)));
-            vstore(DS + r * Bc + c, ds);
-            vstore(SB + r * Bc + c, w);
+            vstore(DS + r * Bc + c, Dot ? vmul(ds, vset(boost)) : ds);
+            vstore(SB + r * Bc + c, Dot ? vmul(w, vset(boost)) : w);
           }
         }
         // dV_j += W^T dO_i, dK_j += dS^T Q_i (A transposed by its strides), dQ_i += dS K_j.
-        gemm(true, SB, 1, Bc, DOR, Dvp, nr, DV, Dvp, n, nvv);
-        gemm(true, DS, 1, Bc, QR, Dqp, nr, DK, Dqp, n, nq);
-        gemm(true, DS, Bc, 1, KR, Dqp, n, DQ + (g * lb + i0) * Dqp, Dqp, nr, nq);
+        if constexpr (Dot) {
+#if defined(SDPA_SIMD_HAS_BF16_PAIRS)
+          if (nr < 2 * pr) {  // the odd row's partner: zeros
+            for (i64 c = 0; c < Bc; c += W) {
+              vstore(SB + nr * Bc + c, vzero());
+              vstore(DS + nr * Bc + c, vzero());
+            }
+          }
+          for (i64 u = 0; u < pr; ++u)
+            for (i64 c = 0; c < Bc; c += 16) {
+              const float* s0 = SB + 2 * u * Bc + c;
+              const float* d0 = DS + 2 * u * Bc + c;
+              vp_store(W2 + u * Bc + c, vp_round(vload(s0), vload(s0 + Bc)));
+              vp_store(DS2 + u * Bc + c, vp_round(vload(d0), vload(d0 + Bc)));
+            }
+          for (i64 r = 0; r < nr; ++r)
+            for (i64 c = 0; c < Bc; c += 16) vstore_bf16(DSJ + r * Bc + c, vload(DS + r * Bc + c));
+          pgemm(true, W2, 1, Bc, DO2, Dvp, pr, DV, Dvp, n, nvv);
+          pgemm(true, DS2, 1, Bc, Q2, Dqp, pr, DK, Dqp, n, nq);
+          pgemm(true, DSJ, Bc / 2, 1, K2, Dqp, (n + 1) / 2, DQ + (g * lb + i0) * Dqp, Dqp, nr, nq);
+#endif
+        } else {
+          gemm(true, SB, 1, Bc, DOR, Dvp, nr, DV, Dvp, n, nvv);
+          gemm(true, DS, 1, Bc, QR, Dqp, nr, DK, Dqp, n, nq);
+          gemm(true, DS, Bc, 1, KR, Dqp, n, DQ + (g * lb + i0) * Dqp, Dqp, nr, nq);
+        }
       }
     }
     if (vany(visnan(bad))) return false;
     // dK = scale dK_j (one rounding from the exact product), dV = dV_j.
     for (i64 jj = 0; jj < n; ++jj) {
       const float* acc = DK + jj * Dqp;
-      for (i64 e = 0; e < Dq; ++e) tmp[e] = static_cast<float>(double(acc[e]) * p.scale);
+      for (i64 e = 0; e < Dq; ++e) tmp[e] = static_cast<float>(double(acc[e]) * p.scale * unboost);
       for (i64 e = 0; e < Dq; ++e)
         if (!std::isfinite(tmp[e])) return false;
       store_row(t, tmp, Dq, p.d_k,
                 row_offset(p.d_k_stride, packed, p.cu_seqlens_kv, b, hk, j0 + jj), p.d_k_stride[3]);
       const float* accv = DV + jj * Dvp;
+      for (i64 e = 0; e < Dv; ++e) tmp[e] = static_cast<float>(double(accv[e]) * unboost);
       for (i64 e = 0; e < Dv; ++e)
         if (!std::isfinite(accv[e])) return false;
-      store_row(t, accv, Dv, p.d_v,
+      store_row(t, tmp, Dv, p.d_v,
                 row_offset(p.d_v_stride, packed, p.cu_seqlens_kv, b, hk, j0 + jj), p.d_v_stride[3]);
     }
   }
@@ -379,7 +563,7 @@ bool run_task(const BackwardParams& p, i64 b, i64 hk, unsigned char* scr) {
     const i64 h = hk * G + g;
     for (i64 i = 0; i < lb; ++i) {
       const float* acc = DQ + (g * lb + i) * Dqp;
-      for (i64 e = 0; e < Dq; ++e) tmp[e] = static_cast<float>(double(acc[e]) * p.scale);
+      for (i64 e = 0; e < Dq; ++e) tmp[e] = static_cast<float>(double(acc[e]) * p.scale * unboost);
       for (i64 e = 0; e < Dq; ++e)
         if (!std::isfinite(tmp[e])) return false;
       store_row(t, tmp, Dq, p.d_q, row_offset(p.d_q_stride, packed, p.cu_seqlens_q, b, h, i),
@@ -392,7 +576,10 @@ bool run_task(const BackwardParams& p, i64 b, i64 hk, unsigned char* scr) {
 }  // namespace
 
 bool BWD_ENTRY(const BackwardParams& p, std::int64_t b, std::int64_t hkv, unsigned char* scratch) {
-  return run_task(p, b, hkv, scratch);
+  if constexpr (kBf16Pairs) {
+    if (p.bf16_dot) return run_task<true>(p, b, hkv, scratch);
+  }
+  return run_task<false>(p, b, hkv, scratch);
 }
 
 }  // namespace sdpa::cpu::flash
