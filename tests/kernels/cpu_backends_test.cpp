@@ -377,41 +377,45 @@ TEST_P(CpuBitwise, SameBitsAtAnyThreadCountAndRun) {
 }
 
 // A deterministic backend's backward too: forward then backward at 1, 2 and 3 threads and
-// again, every gradient byte compared (dK and dV sum over a GQA group's query heads).
+// again, on every SIMD target, every gradient byte compared (dK and dV sum over a GQA group's
+// query heads; the tasks outnumber the threads, and a GQA group's heads share one task).
 TEST_P(CpuBitwise, BackwardSameBitsAtAnyThreadCountAndRun) {
   const Backend& b = *GetParam();
   if (!b.capabilities().backward) GTEST_SKIP() << b.name() << " has no backward pass";
   ASSERT_TRUE(b.capabilities().deterministic) << b.name() << ": a backward must be deterministic";
   int compared = 0;
-  for (const char* id :
-       {"b2.hq8.hkv2.l130.s200.dqk40.dv24.f32.causal=br.mask=add.lse.bwd.seed3",
-        "b1.hq4.hkv1.l64.s300.dqk64.bf16.p0.2.dseed5.lse.bwd.seed4",
-        "b3.hq2.l33.s600.dqk32.f32.qlen=33_5_17.kvlen=600_9_300.packed.lse.bwd.seed5"}) {
-    const Case c = parse_case_id_or_throw(id);
-    const Problem& p = c.problem;
-    ASSERT_TRUE(b.supports(p, cpu()).ok()) << id;
-    InputBuffers in = make_inputs(c);
-    std::vector<std::vector<unsigned char>> runs;
-    for (int threads : {1, 2, 3, 2}) {
-      OutputBuffers out = make_outputs(p);
-      GradientBuffers g = make_gradient_outputs(p);
-      const Buffers fwd{in.q.data(),  in.k.data(),
-                        in.v.data(),  in.mask ? in.mask->data() : nullptr,
-                        out.o.data(), static_cast<float*>(out.lse.data()),
-                        nullptr};
-      b.run(p, fwd, cpu(), RunOptions{threads});
-      b.run_backward(p, fwd, {in.d_out->data(), g.dq.data(), g.dk.data(), g.dv.data()}, cpu(),
-                     RunOptions{threads});
-      std::vector<unsigned char> bytes;
-      for (const GuardedBuffer* t : {&g.dq, &g.dk, &g.dv})
-        bytes.insert(bytes.end(), t->region(), t->region() + t->region_size());
-      runs.push_back(std::move(bytes));
+  for (const std::string& target : test_support::isa_target_names())
+    for (const char* id :
+         {"b2.hq8.hkv2.l130.s200.dqk40.dv24.f32.causal=br.mask=add.lse.bwd.seed3",
+          "b1.hq4.hkv1.l64.s300.dqk64.bf16.p0.2.dseed5.lse.bwd.seed4",
+          "b3.hq4.hkv4.l70.s130.dqk48.bf16.lse.bwd.seed6",
+          "b3.hq2.l33.s600.dqk32.f32.qlen=33_5_17.kvlen=600_9_300.packed.lse.bwd.seed5"}) {
+      const Case c = parse_case_id_or_throw(id);
+      const Problem& p = c.problem;
+      const Device device = test_support::target_device(target);
+      ASSERT_TRUE(b.supports(p, device).ok()) << id;
+      InputBuffers in = make_inputs(c);
+      std::vector<std::vector<unsigned char>> runs;
+      for (int threads : {1, 2, 3, 2}) {
+        OutputBuffers out = make_outputs(p);
+        GradientBuffers g = make_gradient_outputs(p);
+        const Buffers fwd{in.q.data(),  in.k.data(),
+                          in.v.data(),  in.mask ? in.mask->data() : nullptr,
+                          out.o.data(), static_cast<float*>(out.lse.data()),
+                          nullptr};
+        b.run(p, fwd, device, RunOptions{threads});
+        b.run_backward(p, fwd, {in.d_out->data(), g.dq.data(), g.dk.data(), g.dv.data()}, device,
+                       RunOptions{threads});
+        std::vector<unsigned char> bytes;
+        for (const GuardedBuffer* t : {&g.dq, &g.dk, &g.dv})
+          bytes.insert(bytes.end(), t->region(), t->region() + t->region_size());
+        runs.push_back(std::move(bytes));
+      }
+      for (std::size_t r = 1; r < runs.size(); ++r)
+        EXPECT_TRUE(runs[r] == runs[0]) << b.name() << " [" << target << "] " << id << ": run " << r
+                                        << " (threads 2, 3, 2) differs from 1 thread";
+      ++compared;
     }
-    for (std::size_t r = 1; r < runs.size(); ++r)
-      EXPECT_TRUE(runs[r] == runs[0])
-          << b.name() << " " << id << ": run " << r << " (threads 2, 3, 2) differs from 1 thread";
-    ++compared;
-  }
   EXPECT_GT(compared, 0);
 }
 
