@@ -506,7 +506,9 @@ bool run_task(const BackwardParams& p, i64 b, i64 hk, unsigned char* scr) {
             // The dot path rounds them to bf16 when it packs them (the same bits but for values
             // that would overflow or be flushed either way).
             const DType op = Dot ? DType::f32 : t;
-            const V ds = vselect(live, as_operand(op, vmul(vmul(prob, vsub(dp, dd)), tp)), vzero());
+            V ds = vmul(prob, vsub(dp, dd));
+            if (prescale) ds = vmul(ds, tp);
+            ds = vselect(live, as_operand(op, ds), vzero());
             const V w = vselect(live, as_operand(op, pz), vzero());
             bad = vadd(bad, vadd(vsub(ds, ds), vsub(w, w)));
             vstore(DS + r * Bc + c, Dot ? vmul(ds, vset(boost)) : ds);
@@ -530,7 +532,8 @@ bool run_task(const BackwardParams& p, i64 b, i64 hk, unsigned char* scr) {
               vp_store(DS2 + u * Bc + c, vp_round(vload(d0), vload(d0 + Bc)));
             }
           for (i64 r = 0; r < nr; ++r)
-            for (i64 c = 0; c < Bc; c += 16) vstore_bf16(DSJ + r * Bc + c, vload(DS + r * Bc + c));
+            for (i64 c = 0; c < Bc; c += 16)
+              vstore_bf16_flush(DSJ + r * Bc + c, vload(DS + r * Bc + c));
           pgemm(true, W2, 1, Bc, DO2, Dvp, pr, DV, Dvp, n, nvv);
           pgemm(true, DS2, 1, Bc, Q2, Dqp, pr, DK, Dqp, n, nq);
           pgemm(true, DSJ, Bc / 2, 1, K2, Dqp, (n + 1) / 2, DQ + (g * lb + i0) * Dqp, Dqp, nr, nq);

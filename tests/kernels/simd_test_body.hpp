@@ -473,6 +473,11 @@ void check_bf16_pairs(Checker& c) {
       const std::uint32_t want = float_to_bf16(e[i]) | std::uint32_t{float_to_bf16(o[i])} << 16;
       c(p[i] == want, "vp_round lane %d: %08x, want %08x", i, p[i], want);
     }
+    alignas(64) std::uint16_t f[16];
+    vstore_bf16_flush(f, lanes(e));
+    for (int i = 0; i < 16; ++i)
+      c(f[i] == float_to_bf16(e[i]), "vstore_bf16_flush lane %d: %04x, want %04x", i, f[i],
+        float_to_bf16(e[i]));
   }
   alignas(64) std::uint16_t ra[16], rb[16];
   alignas(64) std::uint32_t z[16], pa[16], pb[16];

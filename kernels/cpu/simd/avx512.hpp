@@ -173,6 +173,10 @@ inline VP vp_round(V even, V odd) {
   const __m512bh both = _mm512_cvtne2ps_pbh(odd.x, even.x);
   return {(__m512bh)_mm512_permutexvar_epi16(idx, (__m512i)both)};
 }
+// The 16 lanes rounded to bf16 by vcvtneps2bf16 (nearest even; flushes subnormals to zero).
+inline void vstore_bf16_flush(std::uint16_t* p, V a) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), (__m256i)_mm512_cvtneps_pbh(a.x));
+}
 // dst[i] = a[i] | b[i] << 16 for i < 16: two rows of raw bf16 bits as pairs.
 inline void vp_zip(const std::uint16_t* a, const std::uint16_t* b, std::uint32_t* dst) {
   const __m512i x = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a)));
