@@ -1,0 +1,209 @@
+"""The public API of sdpa_cts (re-exported by the package)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+
+from . import _core
+from ._frameworks import as_framework, normalize_outputs
+
+Case = _core.Case
+
+
+def _case_inputs(self: Case, framework: str = "numpy") -> dict:
+    """The case's input tensors as a dict: ``q``, ``k``, ``v``, and ``mask`` (bool or additive)
+    when the case has one, ``d_out`` for a backward case.
+
+    Each is 4-D ``[B, H, rows, D]`` in the case's own strides and offsets (zero-copy where the
+    framework allows; a packed case has B = 1 and its rows back to back). ``framework`` is
+    ``"numpy"`` (bf16 as ``ml_dtypes.bfloat16`` when installed, else its bits as uint16),
+    ``"torch"`` or ``"jax"``. While the case is being judged they view the judge's buffers:
+    valid during the call, and must not be written.
+    """
+    return {k: as_framework(v, k, self.params["dtype"], framework) for k, v in self._inputs().items()}
+
+
+def _case_reference(self: Case) -> dict:
+    """The reference outputs in f64: ``o`` [B, Hq, L, Dv], ``lse`` [B, Hq, L], and ``weights``
+    [B, Hq, L, S] when the case asks for them (logical layouts, padding rows zero)."""
+    return self._reference()
+
+
+Case.inputs = _case_inputs
+Case.reference = _case_reference
+
+
+@dataclasses.dataclass(frozen=True)
+class Contract:
+    """What a function declares: how it rounds (the bound the judge applies) and what it
+    accepts (a case outside it is NOT_SUPPORTED, never a failure).
+
+    accumulate: type of the Q K^T and P V accumulators ("f32", or "f64").
+    p_type: type P is rounded to before P V: "" (= accumulate), "input" (the input type, as
+        PyTorch's math path rounds it), or a dtype name.
+    online_softmax, key_block: an online softmax over blocks of ``key_block`` keys.
+    dtypes: the input types it accepts. lse, weights: whether it returns the LSE / the
+        attention weights. The other flags say which features it accepts.
+    """
+
+    accumulate: str = "f32"
+    p_type: str = ""
+    online_softmax: bool = False
+    key_block: int = 0
+    dtypes: Sequence[str] = ("f32", "f16", "bf16")
+    lse: bool = False
+    weights: bool = False
+    bool_mask: bool = True
+    additive_mask: bool = True
+    causal_top_left: bool = True
+    causal_bottom_right: bool = True
+    window: bool = True
+    softcap: bool = True
+    dropout: bool = True
+    gqa: bool = True
+    padded_seqlens: bool = True
+    packed_seqlens: bool = True
+    different_v_dim: bool = True
+    empty_problems: bool = True
+    deterministic: bool = False
+
+    def _native(self):
+        flags = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                 if f.name not in ("accumulate", "p_type", "online_softmax", "key_block", "dtypes")}
+        return _core._contract(self.accumulate, self.p_type, self.online_softmax, self.key_block,
+                               list(self.dtypes), flags)
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """One judged case: ``status`` (PASS, FAIL, NOT_SUPPORTED, MISTRUSTED, ...), why
+    (``message``), the largest error over its bound (``worst_ratio``, <= 1 passes) and where,
+    per tensor (``tensor_ratios``), and the line that reproduces it (``repro``)."""
+
+    case_id: str
+    status: str
+    message: str
+    worst_ratio: float
+    worst_where: str
+    max_abs_error: float
+    tensor_ratios: Mapping[str, float]
+    seconds: float
+    repro: str
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "PASS"
+
+    @classmethod
+    def _from_json(cls, line: str) -> "Verdict":
+        r = json.loads(line)
+        return cls(r["case_id"], r["status"], r["message"], r["worst_ratio"], r["worst_where"],
+                   r["max_abs_error"], r.get("tensor_ratios", {}), r["seconds"], r["repro"])
+
+    def __str__(self) -> str:
+        s = f"{self.status} {self.case_id}"
+        if self.status not in ("PASS", "NOT_SUPPORTED"):
+            s += f": {self.message}\n  repro: {self.repro}"
+        return s
+
+
+_FAILURES = ("FAIL", "CRASH", "TIMEOUT", "INVALID")
+
+
+@dataclasses.dataclass(frozen=True)
+class Summary:
+    """The verdicts of a check, in case order, and their counts per status. ``passed``: no
+    failure (FAIL, CRASH, TIMEOUT, INVALID) and at least one PASS."""
+
+    verdicts: Sequence[Verdict]
+    counts: Mapping[str, int]
+    seconds: float
+    report: Optional[str]
+
+    @property
+    def passed(self) -> bool:
+        return self.counts.get("PASS", 0) > 0 and not any(self.counts.get(s, 0) for s in _FAILURES)
+
+    @property
+    def failures(self) -> list:
+        return [v for v in self.verdicts if v.status in _FAILURES]
+
+    def __str__(self) -> str:
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items()))
+        lines = [f"{len(self.verdicts)} cases: {counts} ({self.seconds:.1f} s)"]
+        lines += [str(v) for v in self.failures[:20]]
+        return "\n".join(lines)
+
+
+def cases(tier: str = "", *, sample: int = 0, seed: int = 0, ids: Optional[Iterable[str]] = None,
+          golden: Optional[Iterable[str]] = None, filter: str = "") -> list:
+    """The cases of a tier (``"smoke"``, ``"ci"``, ``"nightly"`` or a tier file), ``sample``
+    sampled cases, or the given case IDs (``ids``; with ``golden`` files, their cases), kept
+    when their ID matches the regular expression ``filter``; ``seed`` re-seeds them. Raises
+    ValueError for a bad tier, ID, file or filter."""
+    return _core._select(tier, sample, seed, list(ids or []), list(golden or []), filter)
+
+
+def reference(case: Case) -> dict:
+    """The reference outputs of ``case`` in f64 (see Case.reference)."""
+    return case.reference()
+
+
+def _progress_printer(total_hint: int):
+    tty = sys.stderr.isatty()
+    counts: dict = {}
+
+    def progress(done: int, total: int, line: str) -> None:
+        v = Verdict._from_json(line)
+        counts[v.status] = counts.get(v.status, 0) + 1
+        if v.status in _FAILURES:
+            print(("\r\033[K" if tty else "") + str(v), file=sys.stderr)
+        if tty:
+            print(f"\r\033[K[{done}/{total}] pass {counts.get('PASS', 0)} fail "
+                  f"{counts.get('FAIL', 0)}  {v.case_id[:60]}", end="", file=sys.stderr,
+                  flush=True)
+            if done == total:
+                print(file=sys.stderr)
+
+    return progress
+
+
+def check(fn: Callable[[Case], Any], tier: str = "", *, contract: Contract = Contract(),
+          sample: int = 0, seed: int = 0, ids: Optional[Iterable[str]] = None,
+          golden: Optional[Iterable[str]] = None, filter: str = "", report: Optional[str] = None,
+          threads: int = 0, progress: bool = True) -> Summary:
+    """Runs ``fn(case)`` on every selected case (``tier``, ``sample``, ``ids``, ``golden``,
+    ``filter``: as ``cases``) and judges what it returns against the reference with the bound
+    of ``contract``. ``fn`` returns O (any host array: numpy, PyTorch, JAX), or a dict with
+    ``"o"`` and, when the case asks for them, ``"lse"`` and ``"weights"``. A case outside the
+    contract is NOT_SUPPORTED; an exception raised by ``fn`` on a case it declared is a FAIL
+    with the traceback. ``report``: a folder for the reports of ``sdpa-cts run``."""
+    selected = cases(tier, sample=sample, seed=seed, ids=ids, golden=golden, filter=filter)
+    name = getattr(fn, "__name__", "fn")
+
+    def call(case):
+        return normalize_outputs(fn(case))
+
+    lines = _core._run_cases(call, name, contract._native(), selected, threads, tier or "custom",
+                             seed, report or "", _progress_printer(len(selected)) if progress else None)
+    verdicts = [Verdict._from_json(x) for x in lines]
+    counts: dict = {}
+    for v in verdicts:
+        counts[v.status] = counts.get(v.status, 0) + 1
+    return Summary(verdicts, counts, sum(v.seconds for v in verdicts), report)
+
+
+def judge(case: Case, outputs: Any, contract: Contract = Contract()) -> Verdict:
+    """Judges ``outputs`` (O, or a dict with ``"o"``, ``"lse"``, ``"weights"``) as the outputs
+    of ``case`` under ``contract``."""
+    outputs = normalize_outputs(outputs)
+
+    def recorded(_case):
+        return outputs
+
+    lines = _core._run_cases(recorded, "outputs", contract._native(), [case], 0, "custom", 0, "",
+                             None)
+    return Verdict._from_json(lines[0])

@@ -1,0 +1,283 @@
+// sdpa_cts._core: the suite's C++ libraries as a Python extension (nanobind). The Python layer
+// (python/sdpa_cts/) gives the public API; this module is its engine: case selection, the
+// reference, a Python function run as a backend through the suite's own job runner and judge,
+// and the reports of `sdpa-cts run`.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <chrono>
+#include <ctime>
+#include <memory>
+#include <stdexcept>
+
+#include "conformance/engine/case_selection.hpp"
+#include "conformance/engine/data_gen.hpp"
+#include "conformance/engine/runner.hpp"
+#include "conformance/judge/tolerance.hpp"
+#include "core/device.hpp"
+#include "golden/golden_file.hpp"
+#include "golden/results_backend.hpp"
+#include "python/src/arrays.hpp"
+#include "python/src/python_backend.hpp"
+#include "reference/sdpa_reference.hpp"
+#include "reports/reports.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace sdpa::python {
+namespace {
+
+using namespace sdpa::conformance;
+
+DType dtype_or_throw(const std::string& name);
+
+// The case's inputs: the run's buffers while it is being judged, else its own.
+nb::dict case_inputs(nb::handle self) {
+  PyCase& c = nb::cast<PyCase&>(self);
+  const Problem& p = c.c.problem;
+  InputPointers in;
+  const void* d_out = nullptr;
+  if (c.live) {
+    in.q = c.live->q;
+    in.k = c.live->k;
+    in.v = c.live->v;
+    in.mask = c.live->mask;
+    d_out = c.live_d_out;
+  } else {
+    if (!c.owned) {
+      if (c.golden.empty()) {
+        c.owned = std::make_shared<InputBuffers>(make_inputs(c.c));
+      } else {
+        golden::GoldenCase g = golden::GoldenFile(c.golden).load(c.id);
+        c.owned = std::make_shared<InputBuffers>(std::move(g.inputs));
+      }
+    }
+    in = c.owned->pointers();
+    if (c.owned->d_out) d_out = c.owned->d_out->data();
+  }
+  nb::dict d;
+  d["q"] = numpy_view(in.q, p.dtype, q_view(p), self);
+  d["k"] = numpy_view(in.k, p.dtype, k_view(p), self);
+  d["v"] = numpy_view(in.v, p.dtype, v_view(p), self);
+  if (p.mask == MaskKind::boolean) {
+    d["mask"] = numpy_view_u8(in.mask, mask_view(p), self);
+  } else if (p.mask == MaskKind::additive) {
+    d["mask"] = numpy_view(in.mask, p.dtype, mask_view(p), self);
+  }
+  if (p.backward && d_out) d["d_out"] = numpy_view(d_out, p.dtype, o_view(p), self);
+  return d;
+}
+
+const char* causal_name(Causal c) {
+  return c == Causal::top_left ? "tl" : c == Causal::bottom_right ? "br" : "none";
+}
+
+// The case's parameters, as a framework call needs them.
+nb::dict case_params(const PyCase& c) {
+  const Problem& p = c.c.problem;
+  nb::dict d;
+  d["batch"] = p.batch;
+  d["heads_q"] = p.heads_q;
+  d["heads_kv"] = p.heads_kv;
+  d["len_q"] = p.len_q;
+  d["len_kv"] = p.len_kv;
+  d["head_dim_qk"] = p.head_dim_qk;
+  d["head_dim_v"] = p.head_dim_v;
+  d["dtype"] = std::string(dtype_name(p.dtype));
+  d["scale"] = effective_scale(p);
+  d["scale_is_default"] = !p.scale.has_value();
+  d["causal"] = causal_name(p.causal);
+  if (p.window.enabled) {
+    d["window"] = nb::make_tuple(p.window.left, p.window.right,
+                                 p.window.align == Align::top_left ? "tl" : "br");
+  } else {
+    d["window"] = nb::none();
+  }
+  d["mask"] = p.mask == MaskKind::boolean    ? "bool"
+              : p.mask == MaskKind::additive ? "add"
+                                             : "none";
+  d["softcap"] = p.softcap;
+  d["dropout_p"] = p.dropout_p;
+  d["dropout_seed"] = p.dropout_seed;
+  d["dropout_offset"] = p.dropout_offset;
+  d["seqlens_q"] = p.seqlens_q.empty() ? nb::object(nb::none()) : nb::cast(p.seqlens_q);
+  d["seqlens_kv"] = p.seqlens_kv.empty() ? nb::object(nb::none()) : nb::cast(p.seqlens_kv);
+  d["cu_seqlens_q"] = nb::cast(cu_seqlens_q(p));
+  d["cu_seqlens_kv"] = nb::cast(cu_seqlens_kv(p));
+  d["packed"] = p.packed;
+  d["want_lse"] = p.want_lse;
+  d["want_weights"] = p.want_weights;
+  d["backward"] = p.backward;
+  return d;
+}
+
+std::vector<PyCase> select_cases_py(const std::string& tier, int sample, std::uint64_t seed,
+                           const std::vector<std::string>& ids,
+                           const std::vector<std::string>& golden, const std::string& filter) {
+  CaseSelection s;
+  s.tier = tier;
+  s.sample = sample;
+  s.seed = seed;
+  s.cases = ids;
+  s.golden = golden;
+  s.filter = filter;
+  std::string name;
+  std::vector<PyCase> out;
+  for (const auto& [id, file] : select_cases(s, &name)) {
+    PyCase c;
+    c.id = id;
+    c.golden = file;
+    c.c = parse_case_id_or_throw(id);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+nb::object f64_array(std::vector<double> v, std::vector<std::size_t> shape) {
+  auto* owned = new std::vector<double>(std::move(v));
+  nb::capsule free(owned, [](void* p) noexcept { delete static_cast<std::vector<double>*>(p); });
+  nb::ndarray<nb::numpy, double> a(owned->data(), shape.size(), shape.data(), free);
+  return nb::cast(a);
+}
+
+nb::dict reference_outputs(nb::handle self) {
+  PyCase& c = nb::cast<PyCase&>(self);
+  case_inputs(self);  // makes the case's own inputs
+  const Problem& p = c.c.problem;
+  Problem pr = p;
+  pr.want_lse = true;
+  reference::Result r;
+  {
+    nb::gil_scoped_release release;
+    r = reference::run_sdpa(pr, c.owned->pointers(), reference::Precision::f64);
+  }
+  const auto B = static_cast<std::size_t>(p.batch), H = static_cast<std::size_t>(p.heads_q),
+             L = static_cast<std::size_t>(p.len_q), S = static_cast<std::size_t>(p.len_kv),
+             Dv = static_cast<std::size_t>(p.head_dim_v);
+  nb::dict d;
+  d["o"] = f64_array(std::move(r.o), {B, H, L, Dv});
+  d["lse"] = f64_array(std::move(r.lse), {B, H, L});
+  if (p.want_weights) d["weights"] = f64_array(std::move(r.weights), {B, H, L, S});
+  return d;
+}
+
+PyContract make_contract(const std::string& accumulate, const std::string& p_type,
+                         bool online_softmax, std::int64_t key_block,
+                         const std::vector<std::string>& dtypes, const nb::dict& flags) {
+  PyContract c;
+  c.precision.accumulate = dtype_or_throw(accumulate);
+  if (p_type == "input") {
+    c.p_type_is_input = true;
+  } else {
+    c.precision.p_type = p_type.empty() ? c.precision.accumulate : dtype_or_throw(p_type);
+  }
+  c.precision.ds_type = c.precision.accumulate;
+  c.precision.online_softmax = online_softmax;
+  c.precision.key_block = key_block;
+  c.caps.dtypes.clear();
+  for (const auto& t : dtypes) c.caps.dtypes.push_back(dtype_or_throw(t));
+  c.caps.lse_output = false;
+  c.caps.weights_output = false;
+  for (auto [key, value] : flags) {
+    const std::string k = nb::cast<std::string>(nb::str(key));
+    const bool v = nb::cast<bool>(value);
+    Capabilities& x = c.caps;
+    if (k == "lse") x.lse_output = v;
+    else if (k == "weights") x.weights_output = v;
+    else if (k == "bool_mask") x.bool_mask = v;
+    else if (k == "additive_mask") x.additive_mask = v;
+    else if (k == "causal_top_left") x.causal_top_left = v;
+    else if (k == "causal_bottom_right") x.causal_bottom_right = v;
+    else if (k == "window") x.window = v;
+    else if (k == "softcap") x.softcap = v;
+    else if (k == "dropout") x.dropout = v;
+    else if (k == "gqa") x.gqa = v;
+    else if (k == "padded_seqlens") x.padded_seqlens = v;
+    else if (k == "packed_seqlens") x.packed_seqlens = v;
+    else if (k == "different_v_dim") x.different_v_dim = v;
+    else if (k == "empty_problems") x.empty_problems = v;
+    else if (k == "deterministic") x.deterministic = v;
+    else throw std::invalid_argument("Contract: unknown capability '" + k + "'");
+  }
+  return c;
+}
+
+DType dtype_or_throw(const std::string& name) {
+  if (auto t = parse_dtype(name)) return *t;
+  throw std::invalid_argument("Contract: unknown dtype '" + name + "' (f64, f32, f16, bf16)");
+}
+
+std::string now_iso8601() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+// Runs `fn` on every case as the backend `name` with `contract`; progress(done, total, record
+// json) after each. Returns the records' JSON lines; with `report_dir`, writes the reports.
+std::vector<std::string> run_cases(nb::object fn, const std::string& name,
+                                   const PyContract& contract, nb::list cases, int threads,
+                                   const std::string& tier, std::uint64_t seed,
+                                   const std::string& report_dir, nb::object progress) {
+  PythonBackend backend(name, fn, contract);
+  const Device device = default_device();
+  RunnerOptions ro;
+  ro.isolate = false;
+  ro.lookup = [&](std::string_view n) -> const Backend* { return n == name ? &backend : nullptr; };
+  RunSummary summary;
+  summary.tool_version = SDPA_CTS_VERSION;
+  summary.tolerance_version = ToleranceTable{}.version;
+  summary.tier = tier;
+  summary.device = device.name;
+  summary.seed = seed;
+  summary.started_at = now_iso8601();
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::string> lines;
+  const std::size_t total = nb::len(cases);
+  std::size_t done = 0;
+  for (nb::handle h : cases) {
+    const PyCase& c = nb::cast<const PyCase&>(h);
+    backend.set_case(nb::borrow(h));
+    const Job job = make_job(c.id, c.golden, name, device, threads);
+    CaseRecord r = run_job(job, ro);
+    r.repro = "sdpa_cts.check(" + name + ", ids=[\"" + c.id + "\"]" +
+              (c.golden.empty() ? "" : ", golden=[\"" + c.golden + "\"]") + ")";
+    lines.push_back(reports::jsonl_line(r));
+    summary.records.push_back(std::move(r));
+    ++done;
+    if (!progress.is_none()) progress(done, total, lines.back());
+  }
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  summary.jobs_total = summary.records.size();
+  summary.cases_total = total;
+  if (!report_dir.empty()) reports::write_reports(summary, report_dir);
+  return lines;
+}
+
+}  // namespace
+}  // namespace sdpa::python
+
+NB_MODULE(_core, m) {
+  using namespace sdpa::python;
+  m.doc() = "sdpa-cts's C++ engine (use the sdpa_cts package, not this module)";
+  nb::class_<PyCase>(m, "Case", "One conformance case: its ID, parameters and inputs.")
+      .def_ro("id", &PyCase::id, "The canonical case ID (docs/CASE_ID.md).")
+      .def_ro("golden", &PyCase::golden, "The golden file holding the case, '' if generated.")
+      .def_prop_ro(
+          "params", [](const PyCase& c) { return case_params(c); },
+          "The case's parameters: shape, dtype, scale, masks, window, dropout, lengths, layout.")
+      .def("_inputs", [](nb::handle self) { return case_inputs(self); })
+      .def("_reference", [](nb::handle self) { return reference_outputs(self); })
+      .def("__repr__", [](const PyCase& c) { return "Case('" + c.id + "')"; });
+  nb::class_<PyContract>(m, "_Contract");
+  m.def("_select", &select_cases_py, "tier"_a, "sample"_a, "seed"_a, "ids"_a, "golden"_a, "filter"_a);
+  m.def("_contract", &make_contract, "accumulate"_a, "p_type"_a, "online_softmax"_a,
+        "key_block"_a, "dtypes"_a, "flags"_a);
+  m.def("_run_cases", &run_cases, "fn"_a, "name"_a, "contract"_a, "cases"_a, "threads"_a,
+        "tier"_a, "seed"_a, "report_dir"_a, "progress"_a.none());
+}

@@ -1,0 +1,95 @@
+#include "python/src/python_backend.hpp"
+
+#include <stdexcept>
+
+#include "python/src/arrays.hpp"
+
+namespace sdpa::python {
+
+PythonBackend::PythonBackend(std::string name, nb::object fn, PyContract contract)
+    : name_(std::move(name)), fn_(std::move(fn)), contract_(std::move(contract)) {}
+
+PrecisionContract PythonBackend::precision(DType dtype) const {
+  PrecisionContract c = contract_.precision;
+  if (contract_.p_type_is_input) c.p_type = dtype;
+  return c;
+}
+
+Support PythonBackend::supports(const Problem& p, const Device& device) const {
+  Support s;
+  check_capabilities(contract_.caps, p, device, s);
+  return s;
+}
+
+namespace {
+
+// Resets the case's binding to a run's buffers when the call ends, however it ends.
+struct Binding {
+  PyCase* c;
+  ~Binding() { c->live = nullptr; }
+};
+
+}  // namespace
+
+void PythonBackend::run(const Problem& p, const Buffers& buffers, const Device&,
+                        const RunOptions&) const {
+  nb::gil_scoped_acquire gil;
+  PyCase* pc = nb::inst_ptr<PyCase>(case_);
+  pc->live = &buffers;
+  Binding unbind{pc};
+  nb::object out;
+  try {
+    out = fn_(case_);
+  } catch (nb::python_error& e) {
+    throw std::runtime_error(std::string("the function raised ") + e.what());
+  }
+  nb::object o, lse, weights;
+  if (nb::isinstance<nb::dict>(out)) {
+    nb::dict d = nb::borrow<nb::dict>(out);
+    for (auto [key, value] : d) {
+      const std::string k = nb::cast<std::string>(nb::str(key));
+      if (k == "o") {
+        o = nb::borrow(value);
+      } else if (k == "lse") {
+        lse = nb::borrow(value);
+      } else if (k == "weights") {
+        weights = nb::borrow(value);
+      } else {
+        throw std::runtime_error("the function returned a dict with key '" + k +
+                                 "' (known: o, lse, weights)");
+      }
+    }
+  } else if (nb::isinstance<nb::tuple>(out)) {
+    nb::tuple t = nb::borrow<nb::tuple>(out);
+    if (t.size() != 2)
+      throw std::runtime_error("the function returned a tuple of " + std::to_string(t.size()) +
+                               " values; a tuple is (o, lse)");
+    o = t[0];
+    lse = t[1];
+  } else {
+    o = out;
+  }
+  if (!o.is_valid() || o.is_none()) throw std::runtime_error("the function returned no output o");
+  try {
+    copy_into(o, "o", p.dtype, o_view(p), buffers.o);
+    if (p.want_lse) {
+      if (!lse.is_valid() || lse.is_none())
+        throw std::invalid_argument(
+            "the case asks for the LSE (`lse`) and the function returned none (return "
+            "{\"o\": o, \"lse\": lse}, or declare lse=False in its contract)");
+      StridedView lv = lse_view(p);
+      nb::object lse4 = lse.attr("reshape")(nb::make_tuple(p.batch, p.heads_q, p.len_q, 1));
+      copy_into(lse4, "lse", DType::f32, lv, buffers.lse, true);
+    }
+    if (p.want_weights) {
+      if (!weights.is_valid() || weights.is_none())
+        throw std::invalid_argument(
+            "the case asks for the attention weights (`attnw`) and the function returned none");
+      copy_into(weights, "weights", p.dtype, weights_view(p), buffers.weights);
+    }
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(std::string("the function's output ") + e.what());
+  }
+}
+
+}  // namespace sdpa::python

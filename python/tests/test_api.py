@@ -1,0 +1,108 @@
+"""The Python API: cases, inputs, the reference, judge and check (docs/PYTHON.md)."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import sdpa_cts
+from conftest import PLAIN_IDS, numpy_sdpa
+
+PLAIN = sdpa_cts.Contract(bool_mask=False, additive_mask=False, window=False, softcap=False,
+                          dropout=False, padded_seqlens=False, packed_seqlens=False)
+
+
+def test_cases_of_a_tier_and_by_id():
+    smoke = sdpa_cts.cases("smoke")
+    assert len(smoke) > 10
+    assert all(isinstance(c.id, str) and c.id for c in smoke)
+    one = sdpa_cts.cases(ids=[PLAIN_IDS[0]])
+    assert [c.id for c in one] == [PLAIN_IDS[0]]
+    kept = sdpa_cts.cases("smoke", filter=r"\.bf16\.")
+    assert kept and all(".bf16." in c.id for c in kept)
+
+
+def test_bad_selection_is_a_clear_error():
+    with pytest.raises(ValueError, match="nosuchtier"):
+        sdpa_cts.cases("nosuchtier")
+    with pytest.raises(ValueError):
+        sdpa_cts.cases(ids=["b1.hq2.bogus"])
+
+
+def test_params_and_inputs_in_the_case_layout():
+    c = sdpa_cts.cases(ids=["b2.hq4.hkv2.l33.s47.dqk40.dv24.f32.lay=bshd.seed1"])[0]
+    p = c.params
+    assert (p["batch"], p["heads_q"], p["heads_kv"], p["len_q"], p["len_kv"]) == (2, 4, 2, 33, 47)
+    assert p["dtype"] == "f32" and p["causal"] == "none"
+    x = c.inputs()
+    assert x["q"].shape == (2, 4, 33, 40) and x["v"].shape == (2, 2, 47, 24)
+    assert x["q"].dtype == np.float32
+    # bshd: the head stride is one row of D elements, the row stride H * D.
+    assert x["q"].strides[1] == 40 * 4 and x["q"].strides[2] == 4 * 40 * 4
+    assert not x["q"].flags.writeable
+
+
+def test_reference_shapes():
+    c = sdpa_cts.cases(ids=[PLAIN_IDS[0]])[0]
+    r = sdpa_cts.reference(c)
+    assert r["o"].shape == (2, 4, 33, 24) and r["o"].dtype == np.float64
+    assert r["lse"].shape == (2, 4, 33)
+
+
+def test_judge_passes_the_reference_and_fails_a_wrong_output():
+    c = sdpa_cts.cases(ids=[PLAIN_IDS[0]])[0]
+    o = sdpa_cts.reference(c)["o"].astype(np.float32)
+    v = sdpa_cts.judge(c, o)
+    assert v.status == "PASS", v
+    assert v.worst_ratio <= 1
+    bad = o.copy()
+    bad[1, 2, 3, 4] += 1e-3
+    w = sdpa_cts.judge(c, bad)
+    assert w.status == "FAIL" and w.worst_ratio > 1
+    assert "o[1,2,3,4]" in w.worst_where, w.worst_where
+    assert PLAIN_IDS[0] in w.repro
+
+
+def test_judge_names_a_shape_or_dtype_mismatch():
+    c = sdpa_cts.cases(ids=[PLAIN_IDS[0]])[0]
+    o = sdpa_cts.reference(c)["o"]
+    v = sdpa_cts.judge(c, o[:, :, :-1].astype(np.float32))
+    assert v.status == "FAIL" and "has shape (2, 4, 32, 24)" in v.message, v.message
+    v = sdpa_cts.judge(c, o)  # f64 for an f32 case
+    assert v.status == "FAIL" and "has dtype float64" in v.message, v.message
+
+
+def test_check_a_numpy_function(tmp_path):
+    s = sdpa_cts.check(numpy_sdpa, ids=PLAIN_IDS, contract=PLAIN, report=str(tmp_path),
+                       progress=False)
+    assert s.passed, s
+    assert s.counts == {"PASS": len(PLAIN_IDS)}, s
+    for f in ("results.jsonl", "summary.json", "junit.xml", "summary.md", "report.html"):
+        assert (tmp_path / f).exists(), f
+    lines = (tmp_path / "results.jsonl").read_text().splitlines()
+    assert [json.loads(x)["case_id"] for x in lines] == [c.id for c in sdpa_cts.cases(ids=PLAIN_IDS)]
+
+
+def test_check_catches_a_wrong_scale():
+    def wrong_scale(case):
+        return numpy_sdpa(case, scale_factor=1.01)
+
+    s = sdpa_cts.check(wrong_scale, ids=PLAIN_IDS, contract=PLAIN, progress=False)
+    assert not s.passed
+    assert s.counts.get("FAIL", 0) >= 3, s
+    assert all("sdpa_cts.check(wrong_scale, ids=[" in v.repro for v in s.failures)
+
+
+def test_declined_cases_are_not_supported_and_raising_is_a_failure():
+    s = sdpa_cts.check(numpy_sdpa, ids=PLAIN_IDS, contract=sdpa_cts.Contract(dtypes=("f32",)),
+                       progress=False)
+    assert s.counts == {"PASS": 2, "NOT_SUPPORTED": 2}, s
+
+    def broken(case):
+        raise RuntimeError("kernel exploded")
+
+    s = sdpa_cts.check(broken, ids=PLAIN_IDS[:1], contract=PLAIN, progress=False)
+    assert s.counts == {"FAIL": 1}
+    assert "kernel exploded" in s.verdicts[0].message
+    assert "Traceback" in s.verdicts[0].message or "RuntimeError" in s.verdicts[0].message
