@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   libhdf5-dev libcli11-dev nlohmann-json3-dev libopenblas-dev
-  python3 python3-venv clang-format libxml2-utils libssl-dev
+  python3 python3-venv python3-dev clang-format libxml2-utils libssl-dev
   clang libomp-dev
 )
 

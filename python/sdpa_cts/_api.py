@@ -46,7 +46,8 @@ class Contract:
         PyTorch's math path rounds it), or a dtype name.
     online_softmax, key_block: an online softmax over blocks of ``key_block`` keys.
     dtypes: the input types it accepts. lse, weights: whether it returns the LSE / the
-        attention weights. The other flags say which features it accepts.
+        attention weights. The other flags say which features it accepts (last_dim_contiguous:
+    it needs stride 1 along the head dimension).
     """
 
     accumulate: str = "f32"
@@ -69,6 +70,7 @@ class Contract:
     different_v_dim: bool = True
     empty_problems: bool = True
     deterministic: bool = False
+    last_dim_contiguous: bool = False
 
     def _native(self):
         flags = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)

@@ -201,6 +201,7 @@ PyContract make_contract(const std::string& accumulate, const std::string& p_typ
     else if (k == "different_v_dim") x.different_v_dim = v;
     else if (k == "empty_problems") x.empty_problems = v;
     else if (k == "deterministic") x.deterministic = v;
+    else if (k == "last_dim_contiguous") x.last_dim_contiguous = v;
     else throw std::invalid_argument("Contract: unknown capability '" + k + "'");
   }
   return c;

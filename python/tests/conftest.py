@@ -15,7 +15,7 @@ def numpy_sdpa(case, scale_factor=1.0):
     x = case.inputs()
     p = case.params
     q, k, v = (x[n].astype(np.float64) for n in ("q", "k", "v"))
-    g = p["heads_q"] // p["heads_kv"]
+    g = p["heads_q"] // max(p["heads_kv"], 1)
     k, v = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
     s = q @ k.transpose(0, 1, 3, 2) * p["scale"] * scale_factor
     L, S = p["len_q"], p["len_kv"]
@@ -23,7 +23,7 @@ def numpy_sdpa(case, scale_factor=1.0):
         off = S - L if p["causal"] == "br" else 0
         allowed = np.arange(S)[None, :] <= np.arange(L)[:, None] + off
         s = np.where(allowed, s, -np.inf)
-    m = np.max(s, axis=-1, keepdims=True)
+    m = np.max(s, axis=-1, keepdims=True, initial=-np.inf)
     m = np.where(np.isfinite(m), m, 0.0)
     e = np.exp(s - m)
     z = e.sum(axis=-1, keepdims=True)
@@ -45,3 +45,6 @@ PLAIN_IDS = [
 @pytest.fixture
 def plain_ids():
     return list(PLAIN_IDS)
+
+
+pytest_plugins = ["pytester"]

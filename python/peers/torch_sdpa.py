@@ -1,0 +1,73 @@
+"""PyTorch's CPU scaled_dot_product_attention judged from Python, each kernel forced
+(torch.nn.attention.sdpa_kernel): the peer of plugins/torch (the C plugin), through the
+Python package (docs/PYTHON.md, "Real peers").
+
+    python python/peers/torch_sdpa.py --tier ci --report DIR   # one report folder per kernel
+
+Each kernel's contract says what the call below can express (no sliding windows, softcap,
+per-batch lengths, or bottom-right causal, and dropout draws from PyTorch's own generator, not
+the suite's keep-mask) and how it rounds: the math path computes f16 / bf16 in f32; the
+flash kernel rounds P to the input type and runs an online softmax over blocks of keys.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+import sdpa_cts
+
+# The keys per block of PyTorch's CPU flash kernel (its split size for these shapes; the C
+# plugin declares the same).
+FLASH_KEY_BLOCK = 512
+
+COMMON = dict(window=False, softcap=False, dropout=False, padded_seqlens=False,
+              packed_seqlens=False, causal_bottom_right=False, dtypes=("f64", "f32", "f16", "bf16"))
+CONTRACTS = {
+    "math": sdpa_cts.Contract(accumulate="f32", **COMMON),
+    "flash": sdpa_cts.Contract(accumulate="f32", p_type="input", online_softmax=True,
+                               key_block=FLASH_KEY_BLOCK, different_v_dim=False,
+                               last_dim_contiguous=True, **COMMON),
+}
+KERNELS = {"math": SDPBackend.MATH, "flash": SDPBackend.FLASH_ATTENTION}
+
+
+def sdpa_with(kernel: str):
+    """A function of a case calling torch SDPA with `kernel` forced."""
+
+    def torch_sdpa(case):
+        x = case.inputs(framework="torch")
+        p = case.params
+        mask = x.get("mask")
+        causal = p["causal"] == "tl"
+        if causal and mask is not None:  # PyTorch takes one or the other: fold causal in
+            keep = torch.ones(p["len_q"], p["len_kv"], dtype=torch.bool).tril()
+            mask = mask & keep if mask.dtype == torch.bool else mask.masked_fill(~keep, -torch.inf)
+            causal = False
+        with sdpa_kernel([KERNELS[kernel]]):
+            return torch.nn.functional.scaled_dot_product_attention(
+                x["q"], x["k"], x["v"], attn_mask=mask, is_causal=causal, scale=p["scale"],
+                enable_gqa=p["heads_q"] != p["heads_kv"])
+
+    torch_sdpa.__name__ = f"torch_sdpa_{kernel}"
+    return torch_sdpa
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tier", default="ci")
+    ap.add_argument("--report", default="", help="folder: one report folder per kernel in it")
+    ap.add_argument("--kernels", default="math,flash")
+    args = ap.parse_args(argv)
+    for kernel in args.kernels.split(","):
+        report = f"{args.report}/torch_sdpa_{kernel}" if args.report else None
+        s = sdpa_cts.check(sdpa_with(kernel), args.tier, contract=CONTRACTS[kernel], report=report)
+        print(f"torch_sdpa_{kernel}: {s}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
