@@ -97,9 +97,7 @@ nb::dict case_params(const PyCase& c) {
   } else {
     d["window"] = nb::none();
   }
-  d["mask"] = p.mask == MaskKind::boolean    ? "bool"
-              : p.mask == MaskKind::additive ? "add"
-                                             : "none";
+  d["mask"] = p.mask == MaskKind::boolean ? "bool" : p.mask == MaskKind::additive ? "add" : "none";
   d["softcap"] = p.softcap;
   d["dropout_p"] = p.dropout_p;
   d["dropout_seed"] = p.dropout_seed;
@@ -116,8 +114,9 @@ nb::dict case_params(const PyCase& c) {
 }
 
 std::vector<PyCase> select_cases_py(const std::string& tier, int sample, std::uint64_t seed,
-                           const std::vector<std::string>& ids,
-                           const std::vector<std::string>& golden, const std::string& filter) {
+                                    const std::vector<std::string>& ids,
+                                    const std::vector<std::string>& golden,
+                                    const std::string& filter) {
   CaseSelection s;
   s.tier = tier;
   s.sample = sample;
@@ -186,23 +185,40 @@ PyContract make_contract(const std::string& accumulate, const std::string& p_typ
     const std::string k = nb::cast<std::string>(nb::str(key));
     const bool v = nb::cast<bool>(value);
     Capabilities& x = c.caps;
-    if (k == "lse") x.lse_output = v;
-    else if (k == "weights") x.weights_output = v;
-    else if (k == "bool_mask") x.bool_mask = v;
-    else if (k == "additive_mask") x.additive_mask = v;
-    else if (k == "causal_top_left") x.causal_top_left = v;
-    else if (k == "causal_bottom_right") x.causal_bottom_right = v;
-    else if (k == "window") x.window = v;
-    else if (k == "softcap") x.softcap = v;
-    else if (k == "dropout") x.dropout = v;
-    else if (k == "gqa") x.gqa = v;
-    else if (k == "padded_seqlens") x.padded_seqlens = v;
-    else if (k == "packed_seqlens") x.packed_seqlens = v;
-    else if (k == "different_v_dim") x.different_v_dim = v;
-    else if (k == "empty_problems") x.empty_problems = v;
-    else if (k == "deterministic") x.deterministic = v;
-    else if (k == "last_dim_contiguous") x.last_dim_contiguous = v;
-    else throw std::invalid_argument("Contract: unknown capability '" + k + "'");
+    if (k == "lse")
+      x.lse_output = v;
+    else if (k == "weights")
+      x.weights_output = v;
+    else if (k == "bool_mask")
+      x.bool_mask = v;
+    else if (k == "additive_mask")
+      x.additive_mask = v;
+    else if (k == "causal_top_left")
+      x.causal_top_left = v;
+    else if (k == "causal_bottom_right")
+      x.causal_bottom_right = v;
+    else if (k == "window")
+      x.window = v;
+    else if (k == "softcap")
+      x.softcap = v;
+    else if (k == "dropout")
+      x.dropout = v;
+    else if (k == "gqa")
+      x.gqa = v;
+    else if (k == "padded_seqlens")
+      x.padded_seqlens = v;
+    else if (k == "packed_seqlens")
+      x.packed_seqlens = v;
+    else if (k == "different_v_dim")
+      x.different_v_dim = v;
+    else if (k == "empty_problems")
+      x.empty_problems = v;
+    else if (k == "deterministic")
+      x.deterministic = v;
+    else if (k == "last_dim_contiguous")
+      x.last_dim_contiguous = v;
+    else
+      throw std::invalid_argument("Contract: unknown capability '" + k + "'");
   }
   return c;
 }
@@ -276,9 +292,10 @@ NB_MODULE(_core, m) {
       .def("_reference", [](nb::handle self) { return reference_outputs(self); })
       .def("__repr__", [](const PyCase& c) { return "Case('" + c.id + "')"; });
   nb::class_<PyContract>(m, "_Contract");
-  m.def("_select", &select_cases_py, "tier"_a, "sample"_a, "seed"_a, "ids"_a, "golden"_a, "filter"_a);
-  m.def("_contract", &make_contract, "accumulate"_a, "p_type"_a, "online_softmax"_a,
-        "key_block"_a, "dtypes"_a, "flags"_a);
-  m.def("_run_cases", &run_cases, "fn"_a, "name"_a, "contract"_a, "cases"_a, "threads"_a,
-        "tier"_a, "seed"_a, "report_dir"_a, "progress"_a.none());
+  m.def("_select", &select_cases_py, "tier"_a, "sample"_a, "seed"_a, "ids"_a, "golden"_a,
+        "filter"_a);
+  m.def("_contract", &make_contract, "accumulate"_a, "p_type"_a, "online_softmax"_a, "key_block"_a,
+        "dtypes"_a, "flags"_a);
+  m.def("_run_cases", &run_cases, "fn"_a, "name"_a, "contract"_a, "cases"_a, "threads"_a, "tier"_a,
+        "seed"_a, "report_dir"_a, "progress"_a.none());
 }

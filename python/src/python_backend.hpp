@@ -30,9 +30,9 @@ struct PyCase {
 
 // The rounding and the capabilities a Python function declares (sdpa_cts.Contract).
 struct PyContract {
-  PrecisionContract precision;     // as for f32; p_type_is_input overrides p_type
-  bool p_type_is_input = false;    // P rounded to the input type before P V (PyTorch's math)
-  Capabilities caps;               // what it accepts (check_capabilities)
+  PrecisionContract precision;   // as for f32; p_type_is_input overrides p_type
+  bool p_type_is_input = false;  // P rounded to the input type before P V (PyTorch's math)
+  Capabilities caps;             // what it accepts (check_capabilities)
 };
 
 class PythonBackend final : public Backend {
