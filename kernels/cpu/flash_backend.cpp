@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/philox.hpp"
+#include "kernels/cpu/bf16_range.hpp"
 #include "kernels/cpu/cpu_backends.hpp"
 #include "kernels/cpu/flash_backward.hpp"
 #include "kernels/cpu/flash_kernel.hpp"
@@ -60,17 +61,7 @@ Capabilities make_capabilities() {
 // row is subnormal, V's subnormals are the output itself (golden "bf16 subnormal V").
 // A problem whose V holds one therefore takes the f32 path, which keeps subnormals.
 bool holds_bf16_subnormal(const void* base, const StridedView& v) {
-  const auto* x = static_cast<const std::uint16_t*>(base);
-  for (i64 a = 0; a < v.shape[0]; ++a)
-    for (i64 b = 0; b < v.shape[1]; ++b)
-      for (i64 c = 0; c < v.shape[2]; ++c) {
-        const std::uint16_t* row = x + a * v.stride[0] + b * v.stride[1] + c * v.stride[2];
-        for (i64 d = 0; d < v.shape[3]; ++d) {
-          const std::uint16_t bits = row[d * v.stride[3]];
-          if ((bits & 0x7f80) == 0 && (bits & 0x7f) != 0) return true;
-        }
-      }
-  return false;
+  return smallest_bf16_exponent(base, v) == 0;
 }
 
 flash::ScratchLayout scratch_layout(i64 dqk, i64 dv, bool dropout, bool bf16_dot) {

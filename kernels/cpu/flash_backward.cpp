@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/philox.hpp"
+#include "kernels/cpu/bf16_range.hpp"
 #include "kernels/cpu/flash_backward_kernel.hpp"
 #include "kernels/cpu/isa_target.hpp"
 #include "kernels/cpu/sdpa_rows.hpp"
@@ -290,17 +291,7 @@ flash::BackwardTaskFn backward_kernel(IsaTarget target) {
 // 2^-63 (or is not finite): its products with another such element are normal f32 numbers,
 // which the bf16 dot path needs (vdpbf16ps flushes subnormal operands and products).
 bool bf16_magnitudes_at_least_2m63(const void* base, const StridedView& v) {
-  const auto* x = static_cast<const std::uint16_t*>(base);
-  for (i64 a = 0; a < v.shape[0]; ++a)
-    for (i64 b = 0; b < v.shape[1]; ++b)
-      for (i64 c = 0; c < v.shape[2]; ++c) {
-        const std::uint16_t* row = x + a * v.stride[0] + b * v.stride[1] + c * v.stride[2];
-        for (i64 d = 0; d < v.shape[3]; ++d) {
-          const std::uint16_t bits = row[d * v.stride[3]] & 0x7fff;
-          if (bits != 0 && (bits >> 7) < 127 - 63) return false;
-        }
-      }
-  return true;
+  return smallest_bf16_exponent(base, v) >= 127 - 63;
 }
 
 struct FreeDeleter {

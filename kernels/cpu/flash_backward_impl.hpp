@@ -94,36 +94,19 @@ struct TileRow {
                                     tile<6, NV, Acc>};
 };
 
-TileFn tile_fn(int mr, int nv, bool acc) {
-  if (acc) {
-    switch (nv) {
-      case 1:
-        return TileRow<1, true>::fns[mr];
-#if defined(SDPA_SIMD_AVX512)
-      case 2:
-        return TileRow<2, true>::fns[mr];
-      case 3:
-        return TileRow<3, true>::fns[mr];
-      case 4:
-        return TileRow<4, true>::fns[mr];
-#endif
-      default:
-        return nullptr;
-    }
-  }
+template <bool Acc>
+TileFn tile_fn(int mr, int nv) {
   switch (nv) {
-    case 1:
-      return TileRow<1, false>::fns[mr];
 #if defined(SDPA_SIMD_AVX512)
     case 2:
-      return TileRow<2, false>::fns[mr];
+      return TileRow<2, Acc>::fns[mr];
     case 3:
-      return TileRow<3, false>::fns[mr];
+      return TileRow<3, Acc>::fns[mr];
     case 4:
-      return TileRow<4, false>::fns[mr];
+      return TileRow<4, Acc>::fns[mr];
 #endif
     default:
-      return nullptr;
+      return TileRow<1, Acc>::fns[mr];
   }
 }
 
@@ -142,8 +125,8 @@ void gemm(bool acc, const float* a, i64 sk, i64 st, const float* b, i64 ldb, i64
     const int nv = static_cast<int>(imin(kNV, nvec - v0));
     for (i64 r = 0, mr = 0; r < rows; r += mr) {
       mr = tile_rows(rows - r);
-      tile_fn(static_cast<int>(mr), nv, acc)(a + r * sk, sk, st, b + v0 * W, ldb, depth,
-                                             c + r * ldc + v0 * W, ldc);
+      (acc ? tile_fn<true>(static_cast<int>(mr), nv) : tile_fn<false>(static_cast<int>(mr), nv))(
+          a + r * sk, sk, st, b + v0 * W, ldb, depth, c + r * ldc + v0 * W, ldc);
     }
   }
 }
