@@ -66,48 +66,82 @@ constexpr int kMR = 6, kNV = 4;
 constexpr int kMR = kTarget == IsaTarget::avx2 ? 6 : 4, kNV = 1;
 #endif
 
+// The element operations of the micro-kernel: f32 (one FMA per element) and, on avx512bf16,
+// bf16 pairs (a u32 holds two bf16, vdpbf16ps adds both products, f32 accumulation).
+struct F32Ops {
+  using T = float;
+  using B = V;
+  static constexpr int kMaxNV = kNV;
+  static B load(const T* p) { return vload(p); }
+  static B set(T x) { return vset(x); }
+  static V madd(V acc, B a, B b) { return vfma(a, b, acc); }
+};
+#if defined(SDPA_SIMD_HAS_BF16_PAIRS)
+constexpr bool kBf16Pairs = true;
+// A 32-bit word that may alias 16-bit data: a pair of bf16 elements read in place.
+typedef std::uint32_t u32a __attribute__((may_alias));
+struct PairOps {
+  using T = u32a;
+  using B = VP;
+  static constexpr int kMaxNV = 4;
+  static B load(const T* p) { return vp_load(p); }
+  static B set(T x) { return vp_set(x); }
+  static V madd(V acc, B a, B b) { return vdot_pairs(acc, a, b); }
+};
+#else
+constexpr bool kBf16Pairs = false;
+#endif
+
 // C[k][v*W + l] = (Acc ? C[k][v*W + l] : 0) + sum_{t < depth} a[k*sk + t*st] b[t*ldb + v*W + l]
-// for k < MR, v < NV; t in increasing order.
-template <int MR, int NV, bool Acc>
-void tile(const float* a, i64 sk, i64 st, const float* b, i64 ldb, i64 depth, float* c, i64 ldc) {
+// for k < MR, v < NV, in Ops' arithmetic; t in increasing order.
+template <class Ops, int MR, int NV, bool Acc>
+void tile(const typename Ops::T* a, i64 sk, i64 st, const typename Ops::T* b, i64 ldb, i64 depth,
+          float* c, i64 ldc) {
   V acc[MR][NV];
   for (int k = 0; k < MR; ++k)
     for (int v = 0; v < NV; ++v) acc[k][v] = Acc ? vload(c + k * ldc + v * W) : vzero();
   for (i64 t = 0; t < depth; ++t) {
-    V bv[NV];
-    for (int v = 0; v < NV; ++v) bv[v] = vload(b + t * ldb + v * W);
+    typename Ops::B bv[NV];
+    for (int v = 0; v < NV; ++v) bv[v] = Ops::load(b + t * ldb + v * W);
     for (int k = 0; k < MR; ++k) {
-      const V ak = vset(a[k * sk + t * st]);
-      for (int v = 0; v < NV; ++v) acc[k][v] = vfma(ak, bv[v], acc[k][v]);
+      const typename Ops::B ak = Ops::set(a[k * sk + t * st]);
+      for (int v = 0; v < NV; ++v) acc[k][v] = Ops::madd(acc[k][v], ak, bv[v]);
     }
   }
   for (int k = 0; k < MR; ++k)
     for (int v = 0; v < NV; ++v) vstore(c + k * ldc + v * W, acc[k][v]);
 }
 
-using TileFn = void (*)(const float*, i64, i64, const float*, i64, i64, float*, i64);
+template <class Ops>
+using TileFn = void (*)(const typename Ops::T*, i64, i64, const typename Ops::T*, i64, i64, float*,
+                        i64);
 
-template <int NV, bool Acc>
+template <class Ops, int NV, bool Acc>
 struct TileRow {
-  static constexpr TileFn fns[7] = {nullptr,          tile<1, NV, Acc>, tile<2, NV, Acc>,
-                                    tile<3, NV, Acc>, tile<4, NV, Acc>, tile<5, NV, Acc>,
-                                    tile<6, NV, Acc>};
+  static constexpr TileFn<Ops> fns[7] = {nullptr,
+                                         tile<Ops, 1, NV, Acc>,
+                                         tile<Ops, 2, NV, Acc>,
+                                         tile<Ops, 3, NV, Acc>,
+                                         tile<Ops, 4, NV, Acc>,
+                                         tile<Ops, 5, NV, Acc>,
+                                         tile<Ops, 6, NV, Acc>};
 };
 
-template <bool Acc>
-TileFn tile_fn(int mr, int nv) {
-  switch (nv) {
-#if defined(SDPA_SIMD_AVX512)
-    case 2:
-      return TileRow<2, Acc>::fns[mr];
-    case 3:
-      return TileRow<3, Acc>::fns[mr];
-    case 4:
-      return TileRow<4, Acc>::fns[mr];
-#endif
-    default:
-      return TileRow<1, Acc>::fns[mr];
+template <class Ops, bool Acc>
+TileFn<Ops> tile_fn(int mr, int nv) {
+  if constexpr (Ops::kMaxNV == 4) {
+    switch (nv) {
+      case 2:
+        return TileRow<Ops, 2, Acc>::fns[mr];
+      case 3:
+        return TileRow<Ops, 3, Acc>::fns[mr];
+      case 4:
+        return TileRow<Ops, 4, Acc>::fns[mr];
+      default:
+        break;
+    }
   }
+  return TileRow<Ops, 1, Acc>::fns[mr];
 }
 
 // Rows for the next micro-tile: full tiles of kMR, but a remainder of 1 or 2 is avoided by
@@ -118,88 +152,40 @@ inline int tile_rows(i64 left) {
   return kMR;
 }
 
-// C (rows x 16 nvec, leading dimension ldc) (+)= A B over `depth`, A(k, t) = a[k*sk + t*st].
-void gemm(bool acc, const float* a, i64 sk, i64 st, const float* b, i64 ldb, i64 depth, float* c,
-          i64 ldc, i64 rows, i64 nvec) {
-  for (i64 v0 = 0; v0 < nvec; v0 += kNV) {
-    const int nv = static_cast<int>(imin(kNV, nvec - v0));
+// C (rows x 16 nvec, leading dimension ldc) (+)= A B over `depth`, A(k, t) = a[k*sk + t*st],
+// in Ops' elements (depth counts bf16 pairs for PairOps).
+template <class Ops>
+void gemm_in(bool acc, const void* a, i64 sk, i64 st, const void* b, i64 ldb, i64 depth, float* c,
+             i64 ldc, i64 rows, i64 nvec) {
+  const auto* at = static_cast<const typename Ops::T*>(a);
+  const auto* bt = static_cast<const typename Ops::T*>(b);
+  for (i64 v0 = 0; v0 < nvec; v0 += Ops::kMaxNV) {
+    const int nv = static_cast<int>(imin(Ops::kMaxNV, nvec - v0));
     for (i64 r = 0, mr = 0; r < rows; r += mr) {
       mr = tile_rows(rows - r);
-      (acc ? tile_fn<true>(static_cast<int>(mr), nv) : tile_fn<false>(static_cast<int>(mr), nv))(
-          a + r * sk, sk, st, b + v0 * W, ldb, depth, c + r * ldc + v0 * W, ldc);
+      const int m = static_cast<int>(mr);
+      (acc ? tile_fn<Ops, true>(m, nv) : tile_fn<Ops, false>(m, nv))(
+          at + r * sk, sk, st, bt + v0 * W, ldb, depth, c + r * ldc + v0 * W, ldc);
     }
   }
+}
+
+inline void gemm(bool acc, const float* a, i64 sk, i64 st, const float* b, i64 ldb, i64 depth,
+                 float* c, i64 ldc, i64 rows, i64 nvec) {
+  gemm_in<F32Ops>(acc, a, sk, st, b, ldb, depth, c, ldc, rows, nvec);
 }
 
 #if defined(SDPA_SIMD_HAS_BF16_PAIRS)
-constexpr bool kBf16Pairs = true;
-// A 32-bit word that may alias 16-bit data: a pair of bf16 elements read in place.
-typedef std::uint32_t u32a __attribute__((may_alias));
-constexpr int kBMR = 6, kBNV = 4;
-
-// C[k][v*16 + l] (+)= sum_{e < pairs} dot2(a[k*sk + e*se], b[e*ldb + v*16 + l]) for k < MR,
-// v < NV: `tile` on bf16 pairs, f32 accumulation.
-template <int MR, int NV, bool Acc>
-void ptile(const u32a* a, i64 sk, i64 se, const u32a* b, i64 ldb, i64 pairs, float* c, i64 ldc) {
-  V acc[MR][NV];
-  for (int k = 0; k < MR; ++k)
-    for (int v = 0; v < NV; ++v) acc[k][v] = Acc ? vload(c + k * ldc + v * 16) : vzero();
-  for (i64 e = 0; e < pairs; ++e) {
-    VP bv[NV];
-    for (int v = 0; v < NV; ++v) bv[v] = vp_load(b + e * ldb + v * 16);
-    for (int k = 0; k < MR; ++k) {
-      const VP ak = vp_set(a[k * sk + e * se]);
-      for (int v = 0; v < NV; ++v) acc[k][v] = vdot_pairs(acc[k][v], ak, bv[v]);
-    }
-  }
-  for (int k = 0; k < MR; ++k)
-    for (int v = 0; v < NV; ++v) vstore(c + k * ldc + v * 16, acc[k][v]);
-}
-
-using PTileFn = void (*)(const u32a*, i64, i64, const u32a*, i64, i64, float*, i64);
-
-template <int NV, bool Acc>
-struct PTileRow {
-  static constexpr PTileFn fns[7] = {nullptr,           ptile<1, NV, Acc>, ptile<2, NV, Acc>,
-                                     ptile<3, NV, Acc>, ptile<4, NV, Acc>, ptile<5, NV, Acc>,
-                                     ptile<6, NV, Acc>};
-};
-
-template <bool Acc>
-PTileFn ptile_fn(int mr, int nv) {
-  switch (nv) {
-    case 1:
-      return PTileRow<1, Acc>::fns[mr];
-    case 2:
-      return PTileRow<2, Acc>::fns[mr];
-    case 3:
-      return PTileRow<3, Acc>::fns[mr];
-    default:
-      return PTileRow<4, Acc>::fns[mr];
-  }
-}
-
-// `gemm` on bf16 pairs: C (rows x 16 nvec) (+)= A B over `pairs`, A(k, e) = a[k*sk + e*se].
-void pgemm(bool acc, const void* a, i64 sk, i64 se, const void* b, i64 ldb, i64 pairs, float* c,
-           i64 ldc, i64 rows, i64 nvec) {
-  const auto* a2 = static_cast<const u32a*>(a);
-  const auto* b2 = static_cast<const u32a*>(b);
-  for (i64 v0 = 0; v0 < nvec; v0 += kBNV) {
-    const int nv = static_cast<int>(imin(kBNV, nvec - v0));
-    for (i64 r = 0, mr = 0; r < rows; r += mr) {
-      mr = tile_rows(rows - r);
-      (acc ? ptile_fn<true>(static_cast<int>(mr), nv) : ptile_fn<false>(static_cast<int>(mr), nv))(
-          a2 + r * sk, sk, se, b2 + v0 * 16, ldb, pairs, c + r * ldc + v0 * 16, ldc);
-    }
-  }
+// `gemm` on bf16 pairs: A(k, e) = a[k*sk + e*se] and B's elements are u32 pairs.
+inline void pgemm(bool acc, const void* a, i64 sk, i64 se, const void* b, i64 ldb, i64 pairs,
+                  float* c, i64 ldc, i64 rows, i64 nvec) {
+  gemm_in<PairOps>(acc, a, sk, se, b, ldb, pairs, c, ldc, rows, nvec);
 }
 
 // dst[e][v] = a[e][v] | b[e][v] << 16: rows a and b of n (a multiple of 16) bf16 bits as pairs.
 inline void zip_rows(const std::uint16_t* a, const std::uint16_t* b, i64 n, std::uint32_t* dst) {
   for (i64 d = 0; d < n; d += 16) vp_zip(a + d, b + d, dst + d);
 }
-#else
-constexpr bool kBf16Pairs = false;
 #endif
 // P z and dS enter the bf16 dot path 2^kBoost times their value.
 constexpr int kBoost = 32;
