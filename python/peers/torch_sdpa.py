@@ -7,7 +7,10 @@ Python package (docs/PYTHON.md, "Real peers").
 Each kernel's contract says what the call below can express (no sliding windows, softcap,
 per-batch lengths, or bottom-right causal, and dropout draws from PyTorch's own generator, not
 the suite's keep-mask) and how it rounds: the math path computes f16 / bf16 in f32; the
-flash kernel rounds P to the input type and runs an online softmax over blocks of keys.
+flash kernel rounds P (and in its backward P and dS) to the input type and runs an online
+softmax over blocks of keys; for a case that asks for the LSE it is called through its ATen op
+(`_scaled_dot_product_flash_attention_for_cpu`), which returns it. `grad=True` judges the
+backward by torch.autograd.
 """
 
 from __future__ import annotations
@@ -28,9 +31,10 @@ COMMON = dict(window=False, softcap=False, dropout=False, padded_seqlens=False,
               packed_seqlens=False, causal_bottom_right=False, dtypes=("f64", "f32", "f16", "bf16"))
 CONTRACTS = {
     "math": sdpa_cts.Contract(accumulate="f32", **COMMON),
-    "flash": sdpa_cts.Contract(accumulate="f32", p_type="input", online_softmax=True,
-                               key_block=FLASH_KEY_BLOCK, different_v_dim=False,
-                               last_dim_contiguous=True, **COMMON),
+    "flash": sdpa_cts.Contract(accumulate="f32", p_type="input", ds_type="input",
+                               online_softmax=True, key_block=FLASH_KEY_BLOCK,
+                               different_v_dim=False, last_dim_contiguous=True, lse=True,
+                               **COMMON),
 }
 KERNELS = {"math": SDPBackend.MATH, "flash": SDPBackend.FLASH_ATTENTION}
 
@@ -47,6 +51,12 @@ def sdpa_with(kernel: str):
             keep = torch.ones(p["len_q"], p["len_kv"], dtype=torch.bool).tril()
             mask = mask & keep if mask.dtype == torch.bool else mask.masked_fill(~keep, -torch.inf)
             causal = False
+        if kernel == "flash" and p["want_lse"]:  # the public call returns no LSE: its kernel's op
+            if mask is not None and mask.dtype == torch.bool:  # the op takes additive masks only
+                mask = torch.zeros(mask.shape, dtype=x["q"].dtype).masked_fill(~mask, -torch.inf)
+            o, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+                x["q"], x["k"], x["v"], 0.0, causal, attn_mask=mask, scale=p["scale"])
+            return {"o": o, "lse": lse}
         with sdpa_kernel([KERNELS[kernel]]):
             return torch.nn.functional.scaled_dot_product_attention(
                 x["q"], x["k"], x["v"], attn_mask=mask, is_causal=causal, scale=p["scale"],
@@ -61,10 +71,12 @@ def main(argv=None) -> int:
     ap.add_argument("--tier", default="ci")
     ap.add_argument("--report", default="", help="folder: one report folder per kernel in it")
     ap.add_argument("--kernels", default="math,flash")
+    ap.add_argument("--grad", action="store_true", help="judge the backward cases' gradients too")
     args = ap.parse_args(argv)
     for kernel in args.kernels.split(","):
         report = f"{args.report}/torch_sdpa_{kernel}" if args.report else None
-        s = sdpa_cts.check(sdpa_with(kernel), args.tier, contract=CONTRACTS[kernel], report=report)
+        s = sdpa_cts.check(sdpa_with(kernel), args.tier, contract=CONTRACTS[kernel], report=report,
+                           grad=args.grad)
         print(f"torch_sdpa_{kernel}: {s}", file=sys.stderr)
     return 0
 

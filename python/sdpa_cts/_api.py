@@ -9,6 +9,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from . import _core
 from ._frameworks import as_framework, normalize_outputs
+from ._gradients import GRAD_STATE, make_grad_fn
 
 Case = _core.Case
 
@@ -23,7 +24,12 @@ def _case_inputs(self: Case, framework: str = "numpy") -> dict:
     ``"torch"`` or ``"jax"``. While the case is being judged they view the judge's buffers:
     valid during the call, and must not be written.
     """
-    return {k: as_framework(v, k, self.params["dtype"], framework) for k, v in self._inputs().items()}
+    state = GRAD_STATE.get(id(self))
+    out = {k: as_framework(v, k, self.params["dtype"], framework)
+           for k, v in self._inputs().items()}
+    if state is not None:  # a gradient is being taken: q, k, v are the autograd leaves
+        out.update(state.inputs(framework, out))
+    return out
 
 
 def _case_reference(self: Case) -> dict:
@@ -44,6 +50,8 @@ class Contract:
     accumulate: type of the Q K^T and P V accumulators ("f32", or "f64").
     p_type: type P is rounded to before P V: "" (= accumulate), "input" (the input type, as
         PyTorch's math path rounds it), or a dtype name.
+    ds_type: the backward's: type P and dS are rounded to before the gradient products ("",
+        "input" as FlashAttention-2 and PyTorch's flash backward, or a dtype name).
     online_softmax, key_block: an online softmax over blocks of ``key_block`` keys.
     dtypes: the input types it accepts. lse, weights: whether it returns the LSE / the
         attention weights. The other flags say which features it accepts (last_dim_contiguous:
@@ -52,6 +60,7 @@ class Contract:
 
     accumulate: str = "f32"
     p_type: str = ""
+    ds_type: str = ""
     online_softmax: bool = False
     key_block: int = 0
     dtypes: Sequence[str] = ("f32", "f16", "bf16")
@@ -74,9 +83,10 @@ class Contract:
 
     def _native(self):
         flags = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                 if f.name not in ("accumulate", "p_type", "online_softmax", "key_block", "dtypes")}
-        return _core._contract(self.accumulate, self.p_type, self.online_softmax, self.key_block,
-                               list(self.dtypes), flags)
+                 if f.name not in ("accumulate", "p_type", "ds_type", "online_softmax",
+                                   "key_block", "dtypes")}
+        return _core._contract(self.accumulate, self.p_type, self.ds_type, self.online_softmax,
+                               self.key_block, list(self.dtypes), flags)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,20 +186,29 @@ def _progress_printer(total_hint: int):
 def check(fn: Callable[[Case], Any], tier: str = "", *, contract: Contract = Contract(),
           sample: int = 0, seed: int = 0, ids: Optional[Iterable[str]] = None,
           golden: Optional[Iterable[str]] = None, filter: str = "", report: Optional[str] = None,
-          threads: int = 0, progress: bool = True) -> Summary:
+          threads: int = 0, progress: bool = True, grad: Any = False) -> Summary:
     """Runs ``fn(case)`` on every selected case (``tier``, ``sample``, ``ids``, ``golden``,
     ``filter``: as ``cases``) and judges what it returns against the reference with the bound
     of ``contract``. ``fn`` returns O (any host array: numpy, PyTorch, JAX), or a dict with
     ``"o"`` and, when the case asks for them, ``"lse"`` and ``"weights"``. A case outside the
     contract is NOT_SUPPORTED; an exception raised by ``fn`` on a case it declared is a FAIL
-    with the traceback. ``report``: a folder for the reports of ``sdpa-cts run``."""
+    with the traceback. ``report``: a folder for the reports of ``sdpa-cts run``.
+
+    ``grad``: also judge the backward of the backward cases (``bwd``): dQ, dK, dV of ``fn``'s O
+    for the case's dO, taken by the framework's own autograd (``torch.autograd.grad`` for the
+    tensors of ``case.inputs(framework="torch")``, ``jax.vjp`` for ``framework="jax"``);
+    ``True`` finds the framework from ``fn``'s call, ``"torch"`` or ``"jax"`` names it; a
+    function ``grad(case) -> {"dq": ..., "dk": ..., "dv": ...}`` is an explicit backward. The
+    inputs then include ``d_out``."""
     selected = cases(tier, sample=sample, seed=seed, ids=ids, golden=golden, filter=filter)
     name = getattr(fn, "__name__", "fn")
 
     def call(case):
         return normalize_outputs(fn(case))
 
-    lines = _core._run_cases(call, name, contract._native(), selected, threads, tier or "custom",
+    grad_fn = make_grad_fn(fn, grad) if grad else None
+    lines = _core._run_cases(call, grad_fn, name, contract._native(), selected, threads,
+                             tier or "custom",
                              seed, report or "", _progress_printer(len(selected)) if progress else None)
     verdicts = [Verdict._from_json(x) for x in lines]
     counts: dict = {}
@@ -206,6 +225,6 @@ def judge(case: Case, outputs: Any, contract: Contract = Contract()) -> Verdict:
     def recorded(_case):
         return outputs
 
-    lines = _core._run_cases(recorded, "outputs", contract._native(), [case], 0, "custom", 0, "",
-                             None)
+    lines = _core._run_cases(recorded, None, "outputs", contract._native(), [case], 0, "custom",
+                             0, "", None)
     return Verdict._from_json(lines[0])

@@ -165,7 +165,7 @@ nb::dict reference_outputs(nb::handle self) {
 }
 
 PyContract make_contract(const std::string& accumulate, const std::string& p_type,
-                         bool online_softmax, std::int64_t key_block,
+                         const std::string& ds_type, bool online_softmax, std::int64_t key_block,
                          const std::vector<std::string>& dtypes, const nb::dict& flags) {
   PyContract c;
   c.precision.accumulate = dtype_or_throw(accumulate);
@@ -174,7 +174,11 @@ PyContract make_contract(const std::string& accumulate, const std::string& p_typ
   } else {
     c.precision.p_type = p_type.empty() ? c.precision.accumulate : dtype_or_throw(p_type);
   }
-  c.precision.ds_type = c.precision.accumulate;
+  if (ds_type == "input") {
+    c.ds_type_is_input = true;
+  } else {
+    c.precision.ds_type = ds_type.empty() ? c.precision.accumulate : dtype_or_throw(ds_type);
+  }
   c.precision.online_softmax = online_softmax;
   c.precision.key_block = key_block;
   c.caps.dtypes.clear();
@@ -237,11 +241,11 @@ std::string now_iso8601() {
 
 // Runs `fn` on every case as the backend `name` with `contract`; progress(done, total, record
 // json) after each. Returns the records' JSON lines; with `report_dir`, writes the reports.
-std::vector<std::string> run_cases(nb::object fn, const std::string& name,
+std::vector<std::string> run_cases(nb::object fn, nb::object grad_fn, const std::string& name,
                                    const PyContract& contract, nb::list cases, int threads,
                                    const std::string& tier, std::uint64_t seed,
                                    const std::string& report_dir, nb::object progress) {
-  PythonBackend backend(name, fn, contract);
+  PythonBackend backend(name, fn, grad_fn, contract);
   const Device device = default_device();
   RunnerOptions ro;
   ro.isolate = false;
@@ -294,8 +298,8 @@ NB_MODULE(_core, m) {
   nb::class_<PyContract>(m, "_Contract");
   m.def("_select", &select_cases_py, "tier"_a, "sample"_a, "seed"_a, "ids"_a, "golden"_a,
         "filter"_a);
-  m.def("_contract", &make_contract, "accumulate"_a, "p_type"_a, "online_softmax"_a, "key_block"_a,
-        "dtypes"_a, "flags"_a);
-  m.def("_run_cases", &run_cases, "fn"_a, "name"_a, "contract"_a, "cases"_a, "threads"_a, "tier"_a,
-        "seed"_a, "report_dir"_a, "progress"_a.none());
+  m.def("_contract", &make_contract, "accumulate"_a, "p_type"_a, "ds_type"_a, "online_softmax"_a,
+        "key_block"_a, "dtypes"_a, "flags"_a);
+  m.def("_run_cases", &run_cases, "fn"_a, "grad_fn"_a.none(), "name"_a, "contract"_a, "cases"_a,
+        "threads"_a, "tier"_a, "seed"_a, "report_dir"_a, "progress"_a.none());
 }

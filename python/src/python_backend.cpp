@@ -6,12 +6,19 @@
 
 namespace sdpa::python {
 
-PythonBackend::PythonBackend(std::string name, nb::object fn, PyContract contract)
-    : name_(std::move(name)), fn_(std::move(fn)), contract_(std::move(contract)) {}
+PythonBackend::PythonBackend(std::string name, nb::object fn, nb::object grad_fn,
+                             PyContract contract)
+    : name_(std::move(name)),
+      fn_(std::move(fn)),
+      grad_fn_(std::move(grad_fn)),
+      contract_(std::move(contract)) {
+  contract_.caps.backward = !grad_fn_.is_none();
+}
 
 PrecisionContract PythonBackend::precision(DType dtype) const {
   PrecisionContract c = contract_.precision;
   if (contract_.p_type_is_input) c.p_type = dtype;
+  if (contract_.ds_type_is_input) c.ds_type = dtype;
   return c;
 }
 
@@ -26,7 +33,10 @@ namespace {
 // Resets the case's binding to a run's buffers when the call ends, however it ends.
 struct Binding {
   PyCase* c;
-  ~Binding() { c->live = nullptr; }
+  ~Binding() {
+    c->live = nullptr;
+    c->live_d_out = nullptr;
+  }
 };
 
 }  // namespace
@@ -47,7 +57,7 @@ void PythonBackend::run(const Problem& p, const Buffers& buffers, const Device&,
   if (nb::isinstance<nb::dict>(out)) {
     nb::dict d = nb::borrow<nb::dict>(out);
     for (auto [key, value] : d) {
-      const std::string k = nb::cast<std::string>(nb::str(key));
+      const std::string k = nb::str(key).c_str();
       if (k == "o") {
         o = nb::borrow(value);
       } else if (k == "lse") {
@@ -89,6 +99,36 @@ void PythonBackend::run(const Problem& p, const Buffers& buffers, const Device&,
     }
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error(std::string("the function's output ") + e.what());
+  }
+}
+
+void PythonBackend::run_backward(const Problem& p, const Buffers& forward,
+                                 const GradientPointers& grads, const Device&,
+                                 const RunOptions&) const {
+  nb::gil_scoped_acquire gil;
+  PyCase* pc = nb::inst_ptr<PyCase>(case_);
+  pc->live = &forward;
+  pc->live_d_out = grads.d_out;
+  Binding unbind{pc};
+  nb::object out;
+  try {
+    out = grad_fn_(case_);
+  } catch (nb::python_error& e) {
+    throw std::runtime_error(std::string("the gradient raised ") + e.what());
+  }
+  if (!nb::isinstance<nb::dict>(out))
+    throw std::runtime_error("the gradient function returned no dict of dq, dk, dv");
+  nb::dict d = nb::borrow<nb::dict>(out);
+  try {
+    for (const char* name : {"dq", "dk", "dv"}) {
+      if (!d.contains(name) || d[name].is_none())
+        throw std::invalid_argument(std::string(name) + " is missing (an input without gradient?)");
+    }
+    copy_into(d["dq"], "dq", p.dtype, q_view(p), grads.dq);
+    copy_into(d["dk"], "dk", p.dtype, k_view(p), grads.dk);
+    copy_into(d["dv"], "dv", p.dtype, v_view(p), grads.dv);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(std::string("the function's gradient ") + e.what());
   }
 }
 

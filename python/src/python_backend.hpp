@@ -30,14 +30,17 @@ struct PyCase {
 
 // The rounding and the capabilities a Python function declares (sdpa_cts.Contract).
 struct PyContract {
-  PrecisionContract precision;   // as for f32; p_type_is_input overrides p_type
-  bool p_type_is_input = false;  // P rounded to the input type before P V (PyTorch's math)
-  Capabilities caps;             // what it accepts (check_capabilities)
+  PrecisionContract precision;    // as for f32; the *_is_input flags override the types
+  bool p_type_is_input = false;   // P rounded to the input type before P V (PyTorch's math)
+  bool ds_type_is_input = false;  // P and dS rounded to the input type in the backward
+  Capabilities caps;              // what it accepts (check_capabilities)
 };
 
 class PythonBackend final : public Backend {
  public:
-  PythonBackend(std::string name, nb::object fn, PyContract contract);
+  // grad_fn (None: no backward) maps a case bound to a backward run's buffers (its inputs and
+  // d_out) to a dict of dq, dk, dv.
+  PythonBackend(std::string name, nb::object fn, nb::object grad_fn, PyContract contract);
   std::string_view name() const override { return name_; }
   const Capabilities& capabilities() const override { return contract_.caps; }
   PrecisionContract precision(DType dtype) const override;
@@ -47,6 +50,10 @@ class PythonBackend final : public Backend {
   // exception or a malformed result is a std::runtime_error naming it (a FAIL).
   void run(const Problem& p, const Buffers& buffers, const Device& device,
            const RunOptions& options) const override;
+  // Calls grad_fn(case) and copies the dq, dk, dv it returns into `grads`, in the layouts of
+  // Q, K and V.
+  void run_backward(const Problem& p, const Buffers& forward, const GradientPointers& grads,
+                    const Device& device, const RunOptions& options) const override;
 
   // The case the next run() passes to fn (a Python sdpa_cts.Case wrapping a PyCase).
   void set_case(nb::object py_case) { case_ = std::move(py_case); }
@@ -54,6 +61,7 @@ class PythonBackend final : public Backend {
  private:
   std::string name_;
   nb::object fn_;
+  nb::object grad_fn_;
   PyContract contract_;
   nb::object case_;
 };

@@ -106,3 +106,36 @@ def test_declined_cases_are_not_supported_and_raising_is_a_failure():
     assert s.counts == {"FAIL": 1}
     assert "kernel exploded" in s.verdicts[0].message
     assert "Traceback" in s.verdicts[0].message or "RuntimeError" in s.verdicts[0].message
+
+
+def test_dict_outputs_with_the_lse():
+    c = sdpa_cts.cases(ids=["b1.hq2.hkv2.l33.s65.dqk32.dv32.f32.lse.seed62.gen=sparse"])[0]
+    r = sdpa_cts.reference(c)
+    o, lse = r["o"].astype(np.float32), r["lse"].astype(np.float32)
+    with_lse = sdpa_cts.Contract(lse=True)
+    assert sdpa_cts.judge(c, {"o": o, "lse": lse}, with_lse).status == "PASS"
+    assert sdpa_cts.judge(c, (o, lse), with_lse).status == "PASS"
+    v = sdpa_cts.judge(c, {"o": o, "lse": lse + 1e-3}, with_lse)
+    assert v.status == "FAIL" and "lse" in v.worst_where, v
+    v = sdpa_cts.judge(c, {"o": o}, with_lse)
+    assert v.status == "FAIL" and "asks for the LSE" in v.message, v.message
+    v = sdpa_cts.judge(c, {"o": o, "out": lse}, with_lse)
+    assert v.status == "FAIL" and "key 'out'" in v.message, v.message
+
+
+def test_backward_through_an_explicit_gradient():
+    from conftest import BWD_IDS, numpy_sdpa_backward
+
+    s = sdpa_cts.check(numpy_sdpa, ids=BWD_IDS, contract=PLAIN, grad=numpy_sdpa_backward,
+                       progress=False)
+    assert s.counts == {"PASS": len(BWD_IDS)}, s
+    assert all(set(v.tensor_ratios) >= {"dq", "dk", "dv"} for v in s.verdicts)
+
+    def without_d(case):
+        return numpy_sdpa_backward(case, d_term=False)
+
+    s = sdpa_cts.check(numpy_sdpa, ids=BWD_IDS, contract=PLAIN, grad=without_d, progress=False)
+    assert s.counts.get("FAIL", 0) == len(BWD_IDS), s
+    # Without a gradient, a backward case is declined, with the reason.
+    s = sdpa_cts.check(numpy_sdpa, ids=BWD_IDS[:1], contract=PLAIN, progress=False)
+    assert s.counts == {"NOT_SUPPORTED": 1} and "backward" in s.verdicts[0].message
