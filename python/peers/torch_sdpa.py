@@ -9,7 +9,8 @@ per-batch lengths, or bottom-right causal, and dropout draws from PyTorch's own 
 the suite's keep-mask) and how it rounds: the math path computes f16 / bf16 in f32; the
 flash kernel rounds P (and in its backward P and dS) to the input type and runs an online
 softmax over blocks of keys; for a case that asks for the LSE it is called through its ATen op
-(`_scaled_dot_product_flash_attention_for_cpu`), which returns it. `grad=True` judges the
+(`_scaled_dot_product_flash_attention_for_cpu`), which returns it (and kills the process with
+SIGFPE on L = 0 or S = 0: empty problems are declined). `grad=True` judges the
 backward by torch.autograd.
 """
 
@@ -34,7 +35,7 @@ CONTRACTS = {
     "flash": sdpa_cts.Contract(accumulate="f32", p_type="input", ds_type="input",
                                online_softmax=True, key_block=FLASH_KEY_BLOCK,
                                different_v_dim=False, last_dim_contiguous=True, lse=True,
-                               **COMMON),
+                               empty_problems=False, **COMMON),
 }
 KERNELS = {"math": SDPBackend.MATH, "flash": SDPBackend.FLASH_ATTENTION}
 
