@@ -35,6 +35,19 @@ using namespace sdpa::conformance;
 
 DType dtype_or_throw(const std::string& name);
 
+// The case's own inputs (generated from its ID, or read from its golden file), made once.
+const InputBuffers& own_inputs(PyCase& c) {
+  if (!c.owned) {
+    if (c.golden.empty()) {
+      c.owned = std::make_shared<InputBuffers>(make_inputs(c.c));
+    } else {
+      golden::GoldenCase g = golden::GoldenFile(c.golden).load(c.id);
+      c.owned = std::make_shared<InputBuffers>(std::move(g.inputs));
+    }
+  }
+  return *c.owned;
+}
+
 // The case's inputs: the run's buffers while it is being judged, else its own.
 nb::dict case_inputs(nb::handle self) {
   PyCase& c = nb::cast<PyCase&>(self);
@@ -48,16 +61,9 @@ nb::dict case_inputs(nb::handle self) {
     in.mask = c.live->mask;
     d_out = c.live_d_out;
   } else {
-    if (!c.owned) {
-      if (c.golden.empty()) {
-        c.owned = std::make_shared<InputBuffers>(make_inputs(c.c));
-      } else {
-        golden::GoldenCase g = golden::GoldenFile(c.golden).load(c.id);
-        c.owned = std::make_shared<InputBuffers>(std::move(g.inputs));
-      }
-    }
-    in = c.owned->pointers();
-    if (c.owned->d_out) d_out = c.owned->d_out->data();
+    const InputBuffers& own = own_inputs(c);
+    in = own.pointers();
+    if (own.d_out) d_out = own.d_out->data();
   }
   nb::dict d;
   d["q"] = numpy_view(in.q, p.dtype, q_view(p), self);
@@ -145,14 +151,14 @@ nb::object f64_array(std::vector<double> v, std::vector<std::size_t> shape) {
 
 nb::dict reference_outputs(nb::handle self) {
   PyCase& c = nb::cast<PyCase&>(self);
-  case_inputs(self);  // makes the case's own inputs
+  const InputBuffers& own = own_inputs(c);  // also while it is being judged: the same values
   const Problem& p = c.c.problem;
   Problem pr = p;
   pr.want_lse = true;
   reference::Result r;
   {
     nb::gil_scoped_release release;
-    r = reference::run_sdpa(pr, c.owned->pointers(), reference::Precision::f64);
+    r = reference::run_sdpa(pr, own.pointers(), reference::Precision::f64);
   }
   const auto B = static_cast<std::size_t>(p.batch), H = static_cast<std::size_t>(p.heads_q),
              L = static_cast<std::size_t>(p.len_q), S = static_cast<std::size_t>(p.len_kv),

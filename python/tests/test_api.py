@@ -139,3 +139,14 @@ def test_backward_through_an_explicit_gradient():
     # Without a gradient, a backward case is declined, with the reason.
     s = sdpa_cts.check(numpy_sdpa, ids=BWD_IDS[:1], contract=PLAIN, progress=False)
     assert s.counts == {"NOT_SUPPORTED": 1} and "backward" in s.verdicts[0].message
+
+
+def test_the_reference_inside_the_judged_function():
+    """A function may call sdpa_cts.reference on the case it is given (it then reads the case's
+    own inputs, which equal the run's)."""
+
+    def reference_as_fn(case):
+        return sdpa_cts.reference(case)["o"].astype(np.float32)
+
+    s = sdpa_cts.check(reference_as_fn, ids=PLAIN_IDS[:2], contract=PLAIN, progress=False)
+    assert s.counts == {"PASS": 2}, s
