@@ -39,20 +39,27 @@ struct Binding {
   }
 };
 
+// Calls f(py_case) with the case bound to a run's buffers (and dO) for the call; a Python
+// exception becomes a std::runtime_error beginning with `what`. The GIL must be held.
+nb::object call_bound(const nb::object& f, const nb::object& py_case, const Buffers& buffers,
+                      const void* d_out, const char* what) {
+  PyCase* pc = nb::inst_ptr<PyCase>(py_case);
+  pc->live = &buffers;
+  pc->live_d_out = d_out;
+  Binding unbind{pc};
+  try {
+    return f(py_case);
+  } catch (nb::python_error& e) {
+    throw std::runtime_error(std::string(what) + " raised " + e.what());
+  }
+}
+
 }  // namespace
 
 void PythonBackend::run(const Problem& p, const Buffers& buffers, const Device&,
                         const RunOptions&) const {
   nb::gil_scoped_acquire gil;
-  PyCase* pc = nb::inst_ptr<PyCase>(case_);
-  pc->live = &buffers;
-  Binding unbind{pc};
-  nb::object out;
-  try {
-    out = fn_(case_);
-  } catch (nb::python_error& e) {
-    throw std::runtime_error(std::string("the function raised ") + e.what());
-  }
+  nb::object out = call_bound(fn_, case_, buffers, nullptr, "the function");
   nb::object o, lse, weights;
   if (nb::isinstance<nb::dict>(out)) {
     nb::dict d = nb::borrow<nb::dict>(out);
@@ -106,16 +113,7 @@ void PythonBackend::run_backward(const Problem& p, const Buffers& forward,
                                  const GradientPointers& grads, const Device&,
                                  const RunOptions&) const {
   nb::gil_scoped_acquire gil;
-  PyCase* pc = nb::inst_ptr<PyCase>(case_);
-  pc->live = &forward;
-  pc->live_d_out = grads.d_out;
-  Binding unbind{pc};
-  nb::object out;
-  try {
-    out = grad_fn_(case_);
-  } catch (nb::python_error& e) {
-    throw std::runtime_error(std::string("the gradient raised ") + e.what());
-  }
+  nb::object out = call_bound(grad_fn_, case_, forward, grads.d_out, "the gradient");
   if (!nb::isinstance<nb::dict>(out))
     throw std::runtime_error("the gradient function returned no dict of dq, dk, dv");
   nb::dict d = nb::borrow<nb::dict>(out);
