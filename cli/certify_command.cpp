@@ -11,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "cli/engine_options.hpp"
 #include "conformance/certification/bundle.hpp"
+#include "conformance/certification/manifest.hpp"
 #include "conformance/certification/profile.hpp"
 #include "conformance/certification/sha256.hpp"
 #include "conformance/judge/tolerance.hpp"
@@ -35,29 +36,6 @@ struct Options {
   std::string shard;        // --shard K/N
   std::string expect_file;  // --expect FILE
 };
-
-ojson device_json(const Device& d) {
-  ojson j;
-  j["name"] = d.name;
-  j["kind"] = d.kind == DeviceKind::cuda ? "cuda" : "cpu";
-  j["simulated"] = d.simulated;
-  j["statement"] = describe_device(d);
-  if (d.kind == DeviceKind::cpu) {
-    j["cpu_model"] = cpu_model_name();
-    j["isa_target"] = std::string(isa_target_name(d.cpu.isa));
-    ojson isa = ojson::array();
-    for (IsaTarget t : available_isa_targets(d.cpu)) isa.push_back(std::string(isa_target_name(t)));
-    j["isa_targets_available"] = isa;
-    j["cores"] = d.cpu.cores;
-  } else {
-    j["compute_capability"] = sm_name(d.cuda.sm);
-    j["sm_count"] = d.cuda.sm_count;
-    j["cuda_runtime"] = d.cuda.cuda_runtime;
-    j["cudnn"] = cudnn_version_name(d.cuda.cudnn_version);
-    j["driver"] = "unknown";  // not detected in this build (no CUDA runtime)
-  }
-  return j;
-}
 
 // The command line that reproduces this certification.
 std::string command_line(const Options& o, std::uint64_t seed) {
@@ -92,26 +70,6 @@ int certify(Options opt) {
   bundle.profile_text = profile.text;
   if (!opt.request.expected.file.empty()) bundle.expectations = opt.request.expected.text;
 
-  ojson& m = bundle.manifest;
-  m["schema"] = "sdpa-cts.certification";
-  m["schema_version"] = 1;
-  m["suite"] = {{"version", SDPA_CTS_VERSION},
-                {"commit", build_commit()},
-                {"tolerance_version", ToleranceTable{}.version}};
-  ojson prof;
-  prof["name"] = profile.name;
-  prof["description"] = profile.description;
-  prof["file_sha256"] = sha256_hex(profile.text);
-  prof["require"] = profile.require;
-  prof["cases"] = cases.size();
-  prof["frozen_cases"] = cases.size() - static_cast<std::size_t>(profile.sample_count);
-  prof["pairwise_cases"] = profile.pairwise.size();  // of the frozen ones, generated
-  prof["sampled_cases"] = profile.sample_count;
-  prof["sample_seed"] = seed;
-  prof["case_list_sha256"] = sha256_hex(bundle.case_list);
-  m["profile"] = prof;
-  m["device"] = device_json(
-      opt.request.simd.empty() ? result.device : with_isa_target(result.device, opt.request.simd));
   ojson backend;
   backend["name"] = opt.backend;
   const plugins::ProbedPlugin* from = nullptr;
@@ -136,7 +94,6 @@ int certify(Options opt) {
     backend["capabilities"] = d.at("capabilities");
     backend["precision"] = d.at("precision");
   }
-  m["backend"] = backend;
   ojson run;
   run["command"] = command_line(opt, seed);
   run["device"] = opt.request.device;
@@ -148,15 +105,19 @@ int certify(Options opt) {
   run["shard"] = {{"index", opt.request.shard.index}, {"count", opt.request.shard.count}};
   run["started_at"] = result.summary.started_at;
   run["seconds"] = result.summary.seconds;
-  m["run"] = run;
-  if (bundle.expectations) {
-    m["expectations"] = {{"file", std::filesystem::path(opt.expect_file).filename().string()},
-                         {"sha256", sha256_hex(*bundle.expectations)},
-                         {"entries", opt.request.expected.entries.size()}};
-  } else {
-    m["expectations"] = nullptr;
-  }
-  m["verdict"] = verdict_json(verdict, result.summary.records.size());
+  CertificationRun cr;
+  cr.profile = &profile;
+  cr.seed = seed;
+  cr.cases = cases.size();
+  cr.case_list = bundle.case_list;
+  cr.device =
+      opt.request.simd.empty() ? result.device : with_isa_target(result.device, opt.request.simd);
+  cr.backend = backend;
+  cr.run = run;
+  cr.expectations = bundle.expectations;
+  cr.expectations_file = std::filesystem::path(opt.expect_file).filename().string();
+  cr.expectation_entries = opt.request.expected.entries.size();
+  bundle.manifest = certification_manifest(cr, verdict, result.summary.records.size());
   write_bundle(opt.out, bundle);
 
   const bool partial = !opt.request.shard.whole();
