@@ -25,7 +25,19 @@ _DATA = _os.path.join(_os.path.dirname(__file__), "data")
 if _os.path.isdir(_DATA):  # an installed package: its tiers and golden sets
     _os.environ.setdefault("SDPA_CTS_DATA_DIR", _DATA)
 
-from ._api import Case, Contract, Summary, Verdict, cases, check, judge, reference  # noqa: E402
+from ._api import (  # noqa: E402
+    Case,
+    Certification,
+    Contract,
+    Summary,
+    Verdict,
+    cases,
+    certify,
+    check,
+    judge,
+    reference,
+)
 
-__all__ = ["Case", "Contract", "Summary", "Verdict", "cases", "check", "judge", "reference"]
+__all__ = ["Case", "Certification", "Contract", "Summary", "Verdict", "cases", "certify",
+           "check", "judge", "reference"]
 __version__ = "0.1.0"

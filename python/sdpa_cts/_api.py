@@ -228,3 +228,44 @@ def judge(case: Case, outputs: Any, contract: Contract = Contract()) -> Verdict:
     lines = _core._run_cases(recorded, None, "outputs", contract._native(), [case], 0, "custom",
                              0, "", None)
     return Verdict._from_json(lines[0])
+
+
+@dataclasses.dataclass(frozen=True)
+class Certification:
+    """A certification's verdict: ``met`` when every required case of the profile passed;
+    ``required`` / ``required_passed`` / ``required_mistrusted`` count its required records,
+    ``outside`` those outside the features it declares; ``reasons``: why it is not met, a line
+    per failing case; ``out``: the bundle (``sdpa-cts bundle verify OUT`` checks it)."""
+
+    met: bool
+    required: int
+    required_passed: int
+    required_mistrusted: int
+    outside: int
+    reasons: Sequence[str]
+    out: str
+
+    def __str__(self) -> str:
+        head = (f"{'MET' if self.met else 'NOT MET'} ({self.required_passed}/{self.required} "
+                f"required cases pass, {self.outside} outside its features); bundle: {self.out}")
+        return "\n".join([head] + [f"  {r}" for r in self.reasons[:20]])
+
+
+def certify(fn: Callable[[Case], Any], profile: str, *, out: str,
+            contract: Contract = Contract(), seed: Optional[int] = None, threads: int = 0,
+            progress: bool = True, grad: Any = False) -> Certification:
+    """Runs a certification profile (``"inference-core"``, ``"training"``, ``"long-context"``,
+    ``"full"`` or a profile file) on ``fn`` as ``check`` does, and writes the bundle that
+    ``sdpa-cts certify`` writes into ``out`` (absent, empty or an earlier bundle; the manifest
+    names the function and its contract). ``seed``: the profile's sampled cases' seed (default:
+    the profile's). ``grad``: as ``check``'s, for the profiles that require the backward."""
+    name = getattr(fn, "__name__", "fn")
+
+    def call(case):
+        return normalize_outputs(fn(case))
+
+    grad_fn = make_grad_fn(fn, grad) if grad else None
+    v = _core._certify(call, grad_fn, name, contract._native(), profile, seed, out, threads,
+                       _progress_printer(0) if progress else None)
+    return Certification(v["met"], v["required"], v["required_passed"], v["required_mistrusted"],
+                         v["outside"], list(v["reasons"]), out)

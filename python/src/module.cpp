@@ -7,12 +7,16 @@
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
+#include <omp.h>
 
 #include <chrono>
 #include <ctime>
 #include <memory>
 #include <stdexcept>
 
+#include "conformance/certification/bundle.hpp"
+#include "conformance/certification/manifest.hpp"
+#include "conformance/certification/profile.hpp"
 #include "conformance/engine/case_selection.hpp"
 #include "conformance/engine/data_gen.hpp"
 #include "conformance/engine/runner.hpp"
@@ -20,6 +24,7 @@
 #include "core/device.hpp"
 #include "golden/golden_file.hpp"
 #include "golden/results_backend.hpp"
+#include "kernels/backend_json.hpp"
 #include "python/src/arrays.hpp"
 #include "python/src/python_backend.hpp"
 #include "reference/sdpa_reference.hpp"
@@ -245,13 +250,11 @@ std::string now_iso8601() {
   return buf;
 }
 
-// Runs `fn` on every case as the backend `name` with `contract`; progress(done, total, record
-// json) after each. Returns the records' JSON lines; with `report_dir`, writes the reports.
-std::vector<std::string> run_cases(nb::object fn, nb::object grad_fn, const std::string& name,
-                                   const PyContract& contract, nb::list cases, int threads,
-                                   const std::string& tier, std::uint64_t seed,
-                                   const std::string& report_dir, nb::object progress) {
-  PythonBackend backend(name, fn, grad_fn, contract);
+// Runs `backend` (a Python function) on every case of `cases` (Case objects) through the
+// suite's job runner, in this process; progress(done, total, record json) after each.
+RunSummary run_python(PythonBackend& backend, const nb::list& cases, int threads,
+                      const std::string& tier, std::uint64_t seed, const nb::object& progress) {
+  const std::string name(backend.name());
   const Device device = default_device();
   RunnerOptions ro;
   ro.isolate = false;
@@ -264,7 +267,6 @@ std::vector<std::string> run_cases(nb::object fn, nb::object grad_fn, const std:
   summary.seed = seed;
   summary.started_at = now_iso8601();
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<std::string> lines;
   const std::size_t total = nb::len(cases);
   std::size_t done = 0;
   for (nb::handle h : cases) {
@@ -274,16 +276,99 @@ std::vector<std::string> run_cases(nb::object fn, nb::object grad_fn, const std:
     CaseRecord r = run_job(job, ro);
     r.repro = "sdpa_cts.check(" + name + ", ids=[\"" + c.id + "\"]" +
               (c.golden.empty() ? "" : ", golden=[\"" + c.golden + "\"]") + ")";
-    lines.push_back(reports::jsonl_line(r));
     summary.records.push_back(std::move(r));
     ++done;
-    if (!progress.is_none()) progress(done, total, lines.back());
+    if (!progress.is_none()) progress(done, total, reports::jsonl_line(summary.records.back()));
   }
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   summary.jobs_total = summary.records.size();
   summary.cases_total = total;
+  return summary;
+}
+
+// check(): the records' JSON lines; with `report_dir`, the reports of `sdpa-cts run` too.
+std::vector<std::string> run_cases(nb::object fn, nb::object grad_fn, const std::string& name,
+                                   const PyContract& contract, nb::list cases, int threads,
+                                   const std::string& tier, std::uint64_t seed,
+                                   const std::string& report_dir, nb::object progress) {
+  PythonBackend backend(name, fn, grad_fn, contract);
+  const RunSummary summary = run_python(backend, cases, threads, tier, seed, progress);
   if (!report_dir.empty()) reports::write_reports(summary, report_dir);
+  std::vector<std::string> lines;
+  for (const CaseRecord& r : summary.records) lines.push_back(reports::jsonl_line(r));
   return lines;
+}
+
+// certify(): a certification profile's cases on the function, and its bundle in `out` (the
+// same bundle as `sdpa-cts certify`, checked by `sdpa-cts bundle verify`).
+nb::dict certify_cases(nb::object fn, nb::object grad_fn, const std::string& name,
+                       const PyContract& contract, const std::string& profile_name,
+                       nb::object seed_given, const std::string& out, int threads,
+                       nb::object progress) {
+  const Profile profile = load_profile(profile_name);
+  const std::uint64_t seed =
+      seed_given.is_none() ? profile.sample_seed : nb::cast<std::uint64_t>(seed_given);
+  const auto selected = profile_cases(profile, seed);
+  nb::list cases;
+  for (const auto& [id, file] : selected) {
+    PyCase c;
+    c.id = id;
+    c.golden = file;
+    c.c = parse_case_id_or_throw(id);
+    cases.append(nb::cast(std::move(c)));
+  }
+  PythonBackend backend(name, fn, grad_fn, contract);
+  const RunSummary summary =
+      run_python(backend, cases, threads, "profile:" + profile.name, seed, progress);
+  const ProfileVerdict verdict = judge_profile(profile, summary.records, selected.size());
+
+  BundleContents bundle;
+  bundle.run = summary;
+  bundle.case_list = case_list_text(selected);
+  bundle.profile_text = profile.text;
+  nlohmann::ordered_json b;
+  b["name"] = name;
+  b["builtin"] = false;
+  b["plugin"] = nullptr;
+  b["python"] = {{"function", name}};
+  const nlohmann::ordered_json d = backend_json(backend);
+  b["capabilities"] = d.at("capabilities");
+  b["precision"] = d.at("precision");
+  nlohmann::ordered_json run;
+  run["command"] = "sdpa_cts.certify(" + name + ", profile=\"" + profile_name +
+                   "\", seed=" + std::to_string(seed) + ", out=\"" + out + "\")";
+  run["device"] = "cpu";
+  run["simd"] = "";
+  run["jobs"] = 1;
+  run["threads"] = threads;
+  run["omp_max_threads"] = omp_get_max_threads();
+  run["timeout_seconds"] = 0;
+  run["shard"] = {{"index", 0}, {"count", 1}};
+  run["started_at"] = summary.started_at;
+  run["seconds"] = summary.seconds;
+  CertificationRun cr;
+  cr.profile = &profile;
+  cr.seed = seed;
+  cr.cases = selected.size();
+  cr.case_list = bundle.case_list;
+  cr.device = default_device();
+  cr.backend = b;
+  cr.run = run;
+  bundle.manifest = certification_manifest(cr, verdict, summary.records.size());
+  write_bundle(out, bundle);
+  nb::dict v;
+  v["met"] = verdict.met;
+  v["required"] = verdict.required;
+  v["required_passed"] = verdict.required_passed;
+  v["required_mistrusted"] = verdict.required_mistrusted;
+  v["outside"] = verdict.outside;
+  v["reasons"] = nb::cast(verdict.reasons);
+  return v;
+}
+
+// The problems `sdpa-cts bundle verify` finds in a bundle (empty: intact).
+std::vector<std::string> bundle_problems(const std::string& dir) {
+  return check_bundle(dir).problems;
 }
 
 }  // namespace
@@ -306,6 +391,9 @@ NB_MODULE(_core, m) {
         "filter"_a);
   m.def("_contract", &make_contract, "accumulate"_a, "p_type"_a, "ds_type"_a, "online_softmax"_a,
         "key_block"_a, "dtypes"_a, "flags"_a);
+  m.def("_certify", &certify_cases, "fn"_a, "grad_fn"_a.none(), "name"_a, "contract"_a, "profile"_a,
+        "seed"_a.none(), "out"_a, "threads"_a, "progress"_a.none());
+  m.def("_bundle_problems", &bundle_problems, "dir"_a);
   m.def("_run_cases", &run_cases, "fn"_a, "grad_fn"_a.none(), "name"_a, "contract"_a, "cases"_a,
         "threads"_a, "tier"_a, "seed"_a, "report_dir"_a, "progress"_a.none());
 }

@@ -150,3 +150,20 @@ def test_the_reference_inside_the_judged_function():
 
     s = sdpa_cts.check(reference_as_fn, ids=PLAIN_IDS[:2], contract=PLAIN, progress=False)
     assert s.counts == {"PASS": 2}, s
+
+
+def test_certify_writes_a_bundle_that_verifies(tmp_path):
+    import sdpa_cts._core as core
+
+    out = tmp_path / "bundle"
+    c = sdpa_cts.certify(numpy_sdpa, "inference-core", out=str(out), contract=PLAIN,
+                         progress=False)
+    assert not c.met and c.required > 0 and c.required_passed > 0, c
+    assert c.reasons and all(isinstance(r, str) for r in c.reasons)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["backend"]["python"] == {"function": "numpy_sdpa"}
+    assert manifest["verdict"]["met"] is False
+    assert core._bundle_problems(str(out)) == []
+    results = out / "results.jsonl"
+    results.write_text(results.read_text().replace('"PASS"', '"FAIL"', 1))
+    assert core._bundle_problems(str(out)), "an edited bundle must not verify"
