@@ -34,6 +34,10 @@ GradientTolerances gradient_tolerances(const Problem& p, const InputPointers& in
   // P itself, computed in the accumulation type, is off by up to half its subnormal spacing
   // where it underflows (one-hot rows of large logits), as in the forward's u_sub term.
   const double sub_acc = 0.5 * subnormal_spacing(c.accumulate);
+  // dS's own roundings in the accumulation type are absolute too where dS underflows: half a
+  // spacing each (table 2026-12-7; the fuzzer found cpu.math's f32 dK 3.5 spacings off with
+  // one query row of large logits, where the relative terms give none).
+  const double sub_ds = table.grad_ds_roundings * sub_acc;
   const double k_v = table.safety * std::sqrt(std::max<double>(double(Dv), 1.0));
   const double keep_scale = p.dropout_p > 0 ? 1.0 / (1.0 - p.dropout_p) : 1.0;
   const double per_head = c.dkv_rounded_per_head ? u_out : 0.0;
@@ -110,13 +114,14 @@ GradientTolerances gradient_tolerances(const Problem& p, const InputPointers& in
           const Real e_ds = tp * pr * (delta * std::fabs(dp - big_d) + z * k_v * u_a * bmag + e_d) +
                             tp * sub_acc * std::fabs(dp - big_d) +
                             std::fabs(ds) * ((u_p + table.grad_ds_roundings * u_a) * tp + e_tp) +
-                            sub_p;
+                            sub_ds + sub_p;
           const Real dx = std::fabs(ds * tp);
           if (p.bias_grad) {
             // dS without softcap's derivative (the bias is added after it), and its sum.
             const Real e_db = pr * (delta * std::fabs(dp - big_d) + z * k_v * u_a * bmag + e_d) +
                               sub_acc * std::fabs(dp - big_d) +
-                              std::fabs(ds) * (u_p + table.grad_ds_roundings * u_a) + sub_p;
+                              std::fabs(ds) * (u_p + table.grad_ds_roundings * u_a) + sub_ds +
+                              sub_p;
             const std::int64_t m =
                 b * mv.stride[0] + h * mv.stride[1] + i * mv.stride[2] + j * mv.stride[3];
             acc_db[n(m)] += e_db + k_m * u_a * std::fabs(ds);

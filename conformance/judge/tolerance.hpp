@@ -30,7 +30,7 @@ namespace sdpa::conformance {
 // with its reason in docs/CONFORMANCE.md ("Versions of the table"); the version is in every
 // report and bundle.
 struct ToleranceTable {
-  std::string version = "2026-12-6";  // bump when any constant below changes
+  std::string version = "2026-12-7";  // bump when any constant below changes
   double safety = 4.0;                // multiplies the probabilistic growth factors
 
   // Attention weights P = exp(s - LSE): tol = u_out (weights_p_growth + P) P
