@@ -1,7 +1,8 @@
 """JAX's jax.nn.dot_product_attention (XLA on the CPU) judged from Python (docs/PYTHON.md,
 "Real peers").
 
-    python python/peers/jax_dpa.py --tier ci --report DIR
+    python python/peers/jax_dpa.py --tier ci --grad --report DIR \
+        --expect python/peers/expected/jax_dpa.expect        # options: python/peers/peer_main.py
 
 Its contract: XLA computes the logits and the softmax in f32 and casts P to the input type
 before P V (p_type="input"); the call takes GQA, a boolean mask or an additive bias, a causal
@@ -12,15 +13,16 @@ and f64 only with jax_enable_x64 (not set here).
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 import jax
 import jax.numpy as jnp
 
+import peer_main
 import sdpa_cts
 
-CONTRACT = sdpa_cts.Contract(accumulate="f32", p_type="input", dtypes=("f32", "f16", "bf16"),
+CONTRACT = sdpa_cts.Contract(accumulate="f32", p_type="input", ds_type="input",
+                             dtypes=("f32", "f16", "bf16"),
                              window=False, softcap=False, dropout=False, packed_seqlens=False,
                              causal_bottom_right=False, different_v_dim=False)
 
@@ -45,13 +47,7 @@ def jax_dpa(case):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--tier", default="ci")
-    ap.add_argument("--report", default="")
-    args = ap.parse_args(argv)
-    s = sdpa_cts.check(jax_dpa, args.tier, contract=CONTRACT, report=args.report or None)
-    print(f"jax_dpa: {s}", file=sys.stderr)
-    return 0
+    return peer_main.main([(jax_dpa, CONTRACT)], __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

@@ -1,27 +1,35 @@
-"""PyTorch's CPU scaled_dot_product_attention judged from Python, each kernel forced
-(torch.nn.attention.sdpa_kernel): the peer of plugins/torch (the C plugin), through the
-Python package (docs/PYTHON.md, "Real peers").
+"""PyTorch's CPU scaled_dot_product_attention judged from Python: the peer of plugins/torch
+(the C plugin), with the same three functions, through the Python package (docs/PYTHON.md,
+"Real peers").
 
-    python python/peers/torch_sdpa.py --tier ci --report DIR   # one report folder per kernel
+    python python/peers/torch_sdpa.py --tier ci --grad --report DIR \\
+        --expect python/peers/expected/torch_sdpa.expect     # options: python/peers/peer_main.py
 
-Each kernel's contract says what the call below can express (no sliding windows, softcap,
-per-batch lengths, or bottom-right causal, and dropout draws from PyTorch's own generator, not
-the suite's keep-mask) and how it rounds: the math path computes f16 / bf16 in f32; the
-flash kernel rounds P (and in its backward P and dS) to the input type and runs an online
-softmax over blocks of keys; for a case that asks for the LSE it is called through its ATen op
-(`_scaled_dot_product_flash_attention_for_cpu`), which returns it (and kills the process with
-SIGFPE on L = 0 or S = 0: empty problems are declined). `grad=True` judges the
-backward by torch.autograd.
+- `torch_sdpa`: the public op as a user calls it (PyTorch picks the kernel);
+- `torch_sdpa_flash`: its CPU flash kernel forced (`sdpa_kernel`); for a case that asks for
+  the LSE it is called through its ATen op (`_scaled_dot_product_flash_attention_for_cpu`),
+  which returns it (and kills the process with SIGFPE on L = 0 or S = 0: empty problems are
+  declined);
+- `torch_sdpa_math`: the math path forced.
+
+Each contract says what the call can express (no sliding windows, softcap or per-batch lengths,
+and dropout draws from PyTorch's own generator, not the suite's keep-mask) and how it rounds:
+the math path computes f16 / bf16 in f32; the flash kernel rounds P (and in its backward P and
+dS) to the input type and runs an online softmax over blocks of keys, and the public op's
+contract is the flash kernel's, which also bounds the math path it takes for Dv != Dqk and
+empty problems. A causal mask is PyTorch's `is_causal` where that is the same function
+(top-left, or bottom-right with L = S, and no mask), else one explicit mask, as in the C
+plugin. `--grad` judges the backward by torch.autograd.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+import peer_main
 import sdpa_cts
 
 # The keys per block of PyTorch's CPU flash kernel (its split size for these shapes; the C
@@ -29,57 +37,70 @@ import sdpa_cts
 FLASH_KEY_BLOCK = 512
 
 COMMON = dict(window=False, softcap=False, dropout=False, padded_seqlens=False,
-              packed_seqlens=False, causal_bottom_right=False, dtypes=("f64", "f32", "f16", "bf16"))
+              packed_seqlens=False, dtypes=("f64", "f32", "f16", "bf16"))
+FLASH_ROUNDING = dict(accumulate="f32", p_type="input", ds_type="input", online_softmax=True,
+                      key_block=FLASH_KEY_BLOCK)
 CONTRACTS = {
-    "math": sdpa_cts.Contract(accumulate="f32", **COMMON),
-    "flash": sdpa_cts.Contract(accumulate="f32", p_type="input", ds_type="input",
-                               online_softmax=True, key_block=FLASH_KEY_BLOCK,
-                               different_v_dim=False, last_dim_contiguous=True, lse=True,
-                               empty_problems=False, **COMMON),
+    "torch_sdpa": sdpa_cts.Contract(**FLASH_ROUNDING, **COMMON),
+    "torch_sdpa_flash": sdpa_cts.Contract(**FLASH_ROUNDING, different_v_dim=False,
+                                          last_dim_contiguous=True, lse=True,
+                                          empty_problems=False, **COMMON),
+    "torch_sdpa_math": sdpa_cts.Contract(accumulate="f32", **COMMON),
 }
-KERNELS = {"math": SDPBackend.MATH, "flash": SDPBackend.FLASH_ATTENTION}
+FORCED = {"torch_sdpa": None, "torch_sdpa_flash": SDPBackend.FLASH_ATTENTION,
+          "torch_sdpa_math": SDPBackend.MATH}
 
 
-def sdpa_with(kernel: str):
-    """A function of a case calling torch SDPA with `kernel` forced."""
+def mask_args(case, x):
+    """(attn_mask, is_causal) for PyTorch: is_causal alone where it is the same function,
+    else the case's mask with the causal rule folded in (boolean, or additive in the dtype)."""
+    p = case.params
+    mask = x.get("mask")
+    L, S = p["len_q"], p["len_kv"]
+    if p["causal"] == "none":
+        return mask, False
+    if (p["causal"] == "tl" or L == S) and mask is None:
+        return None, True
+    offset = S - L if p["causal"] == "br" else 0  # attend iff j <= i + offset
+    allowed = torch.ones(L, S, dtype=torch.bool).tril(offset)
+    if mask is None:
+        return allowed, False
+    if mask.dtype == torch.bool:
+        return mask & allowed, False
+    return mask.masked_fill(~allowed, -torch.inf), False
+
+
+def sdpa_as(name: str):
+    """A function of a case calling torch SDPA as `name` says."""
 
     def torch_sdpa(case):
         x = case.inputs(framework="torch")
         p = case.params
-        mask = x.get("mask")
-        causal = p["causal"] == "tl"
-        if causal and mask is not None:  # PyTorch takes one or the other: fold causal in
-            keep = torch.ones(p["len_q"], p["len_kv"], dtype=torch.bool).tril()
-            mask = mask & keep if mask.dtype == torch.bool else mask.masked_fill(~keep, -torch.inf)
-            causal = False
-        if kernel == "flash" and p["want_lse"]:  # the public call returns no LSE: its kernel's op
+        mask, causal = mask_args(case, x)
+        if name == "torch_sdpa_flash" and p["want_lse"]:  # the public call returns no LSE
             if mask is not None and mask.dtype == torch.bool:  # the op takes additive masks only
                 mask = torch.zeros(mask.shape, dtype=x["q"].dtype).masked_fill(~mask, -torch.inf)
             o, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
                 x["q"], x["k"], x["v"], 0.0, causal, attn_mask=mask, scale=p["scale"])
             return {"o": o, "lse": lse}
-        with sdpa_kernel([KERNELS[kernel]]):
+
+        def call():
             return torch.nn.functional.scaled_dot_product_attention(
                 x["q"], x["k"], x["v"], attn_mask=mask, is_causal=causal, scale=p["scale"],
                 enable_gqa=p["heads_q"] != p["heads_kv"])
 
-    torch_sdpa.__name__ = f"torch_sdpa_{kernel}"
+        if FORCED[name] is None:
+            return call()
+        with sdpa_kernel([FORCED[name]]):
+            return call()
+
+    torch_sdpa.__name__ = name
     return torch_sdpa
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--tier", default="ci")
-    ap.add_argument("--report", default="", help="folder: one report folder per kernel in it")
-    ap.add_argument("--kernels", default="math,flash")
-    ap.add_argument("--grad", action="store_true", help="judge the backward cases' gradients too")
-    args = ap.parse_args(argv)
-    for kernel in args.kernels.split(","):
-        report = f"{args.report}/torch_sdpa_{kernel}" if args.report else None
-        s = sdpa_cts.check(sdpa_with(kernel), args.tier, contract=CONTRACTS[kernel], report=report,
-                           grad=args.grad)
-        print(f"torch_sdpa_{kernel}: {s}", file=sys.stderr)
-    return 0
+    return peer_main.main([(sdpa_as(n), CONTRACTS[n]) for n in CONTRACTS],
+                          __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

@@ -93,7 +93,9 @@ class Contract:
 class Verdict:
     """One judged case: ``status`` (PASS, FAIL, NOT_SUPPORTED, MISTRUSTED, ...), why
     (``message``), the largest error over its bound (``worst_ratio``, <= 1 passes) and where,
-    per tensor (``tensor_ratios``), and the line that reproduces it (``repro``)."""
+    per tensor (``tensor_ratios``), and the line that reproduces it (``repro``). ``expected``:
+    the reason of the known-failures entry (``check(..., expect=FILE)``) that lists the case,
+    "" when none does; a listed failure has status XFAIL."""
 
     case_id: str
     status: str
@@ -104,6 +106,7 @@ class Verdict:
     tensor_ratios: Mapping[str, float]
     seconds: float
     repro: str
+    expected: str = ""
 
     @property
     def passed(self) -> bool:
@@ -113,7 +116,8 @@ class Verdict:
     def _from_json(cls, line: str) -> "Verdict":
         r = json.loads(line)
         return cls(r["case_id"], r["status"], r["message"], r["worst_ratio"], r["worst_where"],
-                   r["max_abs_error"], r.get("tensor_ratios", {}), r["seconds"], r["repro"])
+                   r["max_abs_error"], r.get("tensor_ratios", {}), r["seconds"], r["repro"],
+                   r.get("expected", ""))
 
     def __str__(self) -> str:
         s = f"{self.status} {self.case_id}"
@@ -141,12 +145,22 @@ class Summary:
 
     @property
     def failures(self) -> list:
+        """The verdicts that fail the check (FAIL, CRASH, TIMEOUT, INVALID): known failures
+        (XFAIL) are not among them."""
         return [v for v in self.verdicts if v.status in _FAILURES]
+
+    @property
+    def unexpectedly_passing(self) -> list:
+        """The verdicts that passed although the known-failures file lists them: an entry to
+        take out of the file."""
+        return [v for v in self.verdicts if v.expected and v.status == "PASS"]
 
     def __str__(self) -> str:
         counts = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items()))
         lines = [f"{len(self.verdicts)} cases: {counts} ({self.seconds:.1f} s)"]
         lines += [str(v) for v in self.failures[:20]]
+        lines += [f"unexpectedly passing (listed as a known failure: {v.expected}): {v.case_id}"
+                  for v in self.unexpectedly_passing[:20]]
         return "\n".join(lines)
 
 
@@ -186,7 +200,8 @@ def _progress_printer(total_hint: int):
 def check(fn: Callable[[Case], Any], tier: str = "", *, contract: Contract = Contract(),
           sample: int = 0, seed: int = 0, ids: Optional[Iterable[str]] = None,
           golden: Optional[Iterable[str]] = None, filter: str = "", report: Optional[str] = None,
-          threads: int = 0, progress: bool = True, grad: Any = False) -> Summary:
+          threads: int = 0, progress: bool = True, grad: Any = False,
+          expect: Optional[str] = None) -> Summary:
     """Runs ``fn(case)`` on every selected case (``tier``, ``sample``, ``ids``, ``golden``,
     ``filter``: as ``cases``) and judges what it returns against the reference with the bound
     of ``contract``. ``fn`` returns O (any host array: numpy, PyTorch, JAX), or a dict with
@@ -199,7 +214,11 @@ def check(fn: Callable[[Case], Any], tier: str = "", *, contract: Contract = Con
     tensors of ``case.inputs(framework="torch")``, ``jax.vjp`` for ``framework="jax"``);
     ``True`` finds the framework from ``fn``'s call, ``"torch"`` or ``"jax"`` names it; a
     function ``grad(case) -> {"dq": ..., "dk": ..., "dv": ...}`` is an explicit backward. The
-    inputs then include ``d_out``."""
+    inputs then include ``d_out``.
+
+    ``expect``: a known-failures file (the grammar of ``sdpa-cts run --expect``, with the
+    function's name as the backend): a listed failure is XFAIL, which does not fail the check,
+    and a listed case that passes is in ``Summary.unexpectedly_passing``."""
     selected = cases(tier, sample=sample, seed=seed, ids=ids, golden=golden, filter=filter)
     name = getattr(fn, "__name__", "fn")
 
@@ -208,8 +227,8 @@ def check(fn: Callable[[Case], Any], tier: str = "", *, contract: Contract = Con
 
     grad_fn = make_grad_fn(fn, grad) if grad else None
     lines = _core._run_cases(call, grad_fn, name, contract._native(), selected, threads,
-                             tier or "custom",
-                             seed, report or "", _progress_printer(len(selected)) if progress else None)
+                             tier or "custom", seed, report or "", expect or "",
+                             _progress_printer(len(selected)) if progress else None)
     verdicts = [Verdict._from_json(x) for x in lines]
     counts: dict = {}
     for v in verdicts:
@@ -226,7 +245,7 @@ def judge(case: Case, outputs: Any, contract: Contract = Contract()) -> Verdict:
         return outputs
 
     lines = _core._run_cases(recorded, None, "outputs", contract._native(), [case], 0, "custom",
-                             0, "", None)
+                             0, "", "", None)
     return Verdict._from_json(lines[0])
 
 

@@ -28,6 +28,7 @@
 #include "python/src/arrays.hpp"
 #include "python/src/python_backend.hpp"
 #include "reference/sdpa_reference.hpp"
+#include "reports/records/expectations.hpp"
 #include "reports/reports.hpp"
 
 namespace nb = nanobind;
@@ -287,12 +288,19 @@ RunSummary run_python(PythonBackend& backend, const nb::list& cases, int threads
 }
 
 // check(): the records' JSON lines; with `report_dir`, the reports of `sdpa-cts run` too.
+// `expect_file`: known failures (the grammar of `sdpa-cts run --expect`), loaded before any
+// case runs so that a bad file costs nothing; a listed FAIL becomes EXPECTED_FAILURE.
 std::vector<std::string> run_cases(nb::object fn, nb::object grad_fn, const std::string& name,
                                    const PyContract& contract, nb::list cases, int threads,
                                    const std::string& tier, std::uint64_t seed,
-                                   const std::string& report_dir, nb::object progress) {
+                                   const std::string& report_dir, const std::string& expect_file,
+                                   nb::object progress) {
+  const Expectations expected =
+      expect_file.empty() ? Expectations{} : load_expectations(expect_file);
   PythonBackend backend(name, fn, grad_fn, contract);
-  const RunSummary summary = run_python(backend, cases, threads, tier, seed, progress);
+  RunSummary summary = run_python(backend, cases, threads, tier, seed, progress);
+  summary.expectations = expected.file;
+  for (CaseRecord& r : summary.records) apply_expectations(expected, r);
   if (!report_dir.empty()) reports::write_reports(summary, report_dir);
   std::vector<std::string> lines;
   for (const CaseRecord& r : summary.records) lines.push_back(reports::jsonl_line(r));
@@ -395,5 +403,5 @@ NB_MODULE(_core, m) {
         "seed"_a.none(), "out"_a, "threads"_a, "progress"_a.none());
   m.def("_bundle_problems", &bundle_problems, "dir"_a);
   m.def("_run_cases", &run_cases, "fn"_a, "grad_fn"_a.none(), "name"_a, "contract"_a, "cases"_a,
-        "threads"_a, "tier"_a, "seed"_a, "report_dir"_a, "progress"_a.none());
+        "threads"_a, "tier"_a, "seed"_a, "report_dir"_a, "expect_file"_a, "progress"_a.none());
 }

@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 
+import sdpa_cts
+
 try:
     import ml_dtypes
 except ImportError:  # pragma: no cover - the pinned test requirements install it
@@ -33,6 +35,10 @@ def numpy_sdpa(case, scale_factor=1.0):
         dtype = ml_dtypes.bfloat16
     return o.astype(dtype)
 
+
+# The contract of numpy_sdpa: no masks, windows, softcap, dropout or lengths.
+PLAIN = sdpa_cts.Contract(bool_mask=False, additive_mask=False, window=False, softcap=False,
+                          dropout=False, padded_seqlens=False, packed_seqlens=False)
 
 PLAIN_IDS = [
     "b2.hq4.hkv2.l33.s47.dqk40.dv24.f32.seed1.gen=normal",

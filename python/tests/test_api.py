@@ -7,10 +7,7 @@ import numpy as np
 import pytest
 
 import sdpa_cts
-from conftest import PLAIN_IDS, numpy_sdpa
-
-PLAIN = sdpa_cts.Contract(bool_mask=False, additive_mask=False, window=False, softcap=False,
-                          dropout=False, padded_seqlens=False, packed_seqlens=False)
+from conftest import PLAIN, PLAIN_IDS, numpy_sdpa
 
 
 def test_cases_of_a_tier_and_by_id():
@@ -92,6 +89,38 @@ def test_check_catches_a_wrong_scale():
     assert not s.passed
     assert s.counts.get("FAIL", 0) >= 3, s
     assert all("sdpa_cts.check(wrong_scale, ids=[" in v.repro for v in s.failures)
+
+
+def test_known_failures_are_xfail_and_a_listed_pass_is_reported(tmp_path):
+    # A wrong scale fails every case; the file lists the f32 ones (by glob) and one case that a
+    # correct function passes.
+    expect = tmp_path / "known.expect"
+    expect.write_text("# known failures of wrong_scale\n"
+                      "wrong_scale *.f32.* planted wrong scale #1\n"
+                      f"numpy_sdpa {PLAIN_IDS[0]} listed although correct\n")
+
+    def wrong_scale(case):
+        return numpy_sdpa(case, scale_factor=1.01)
+
+    s = sdpa_cts.check(wrong_scale, ids=PLAIN_IDS, contract=PLAIN, expect=str(expect),
+                       report=str(tmp_path / "r"), progress=False)
+    f32 = [c.id for c in sdpa_cts.cases(ids=PLAIN_IDS) if ".f32." in c.id]
+    assert s.counts.get("XFAIL", 0) == len(f32), s
+    assert {v.case_id for v in s.verdicts if v.status == "XFAIL"} == set(f32)
+    assert all(v.expected == "planted wrong scale #1" for v in s.verdicts if v.status == "XFAIL")
+    assert s.failures and all(".f32." not in v.case_id for v in s.failures), s
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert summary["expectations"].endswith("known.expect"), summary
+
+    s = sdpa_cts.check(numpy_sdpa, ids=PLAIN_IDS, contract=PLAIN, expect=str(expect),
+                       progress=False)
+    assert s.passed and [v.case_id for v in s.unexpectedly_passing] == [PLAIN_IDS[0]], s
+    assert "unexpectedly passing" in str(s)
+
+    bad = tmp_path / "bad.expect"
+    bad.write_text("numpy_sdpa *\n")  # no reason
+    with pytest.raises(ValueError, match="bad.expect"):
+        sdpa_cts.check(numpy_sdpa, ids=PLAIN_IDS, contract=PLAIN, expect=str(bad), progress=False)
 
 
 def test_declined_cases_are_not_supported_and_raising_is_a_failure():
