@@ -139,22 +139,10 @@ order = ["PASS", "FAIL", "QUALITY_WARNING", "CRASH", "TIMEOUT", "MISTRUSTED", "N
 print("| run | backend | " + " | ".join(order) + " |")
 print("|---|---|" + "---|" * len(order))
 groups = collections.defaultdict(list)
+sys.path.insert(0, "python/peers")
+from deviations import group as cause
 def group(r):
-    m = r["message"]
-    if r["status"] != "FAIL":
-        return r["status"]
-    g = re.search(r"gradient error/tolerance \S+ at (d[qkv])\[", m)
-    if g and re.search(r"= -?(inf|nan)", m):
-        return "FAIL: gradient not finite where a finite value is expected"
-    if g:
-        return "FAIL: gradient over its bound"
-    if " lse[" in m:
-        return "FAIL: LSE finite where -inf is expected" if "expected -inf" in m else "FAIL: LSE over its bound"
-    if " o[" in m and re.search(r"= -?(inf|nan)", m):
-        return "FAIL: O not finite where a finite value is expected"
-    if " o[" in m and "expected nan" in m:
-        return "FAIL: O finite where NaN is expected"
-    return "FAIL: other"
+    return cause(r["status"], r["message"])
 for run in runs:
     counts = collections.defaultdict(collections.Counter)
     for line in open(f"{report}/{run}/results.jsonl"):

@@ -1,5 +1,5 @@
 """What the peers in this folder share: their command line, the known-deviations file they are
-gated on, and the grouping of deviations by cause (also used by plugins/torch/build_and_judge.sh).
+gated on (the causes: deviations.py).
 
     python python/peers/<peer>.py [--tier T] [--without-lse] [--report DIR] [--grad]
                                   [--expect FILE] [--write-expect FILE] [--only NAME,...]
@@ -17,37 +17,11 @@ and go with the host's instruction set.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from typing import Callable, Sequence, Tuple
 
 import sdpa_cts
-
-
-def group(status: str, message: str) -> str:
-    """The cause of a record that is neither PASS nor NOT_SUPPORTED, from its judge message."""
-    if status != "FAIL":
-        return status
-    m = message
-    if re.search(r"gradient error/tolerance \S+ at (d[qkv]|dbias)\[", m):
-        if re.search(r"= -?(inf|nan)", m):
-            return "FAIL: gradient not finite where a finite value is expected"
-        return "FAIL: gradient over its bound"
-    if " lse[" in m:
-        return ("FAIL: LSE finite where -inf is expected" if "expected -inf" in m
-                else "FAIL: LSE over its bound")
-    if " o[" in m and re.search(r"= -?(inf|nan)", m):
-        return "FAIL: O not finite where a finite value is expected"
-    flushed = re.search(r" o\[[0-9,]*\] = -?0, expected (\S+) \(", m)
-    if flushed and 0 < abs(float(flushed.group(1))) < 2.0**-126:
-        return "FAIL: O flushed to 0 where the exact value is subnormal"
-    if " o[" in m and ", expected 0 (" in m:
-        return "FAIL: O not 0 where the exact value is 0"
-    if " o[" in m and "expected nan" in m:
-        return "FAIL: O finite where NaN is expected"
-    if " o[" in m:
-        return "FAIL: O over its bound"
-    return "FAIL: other"
+from deviations import group
 
 
 def expect_lines(name: str, summary: sdpa_cts.Summary) -> list:
