@@ -1,10 +1,13 @@
-// `sdpa-cts explain --case ID | --mha SPEC | --sample N [--seed S] [--policy suite|pytorch]
+// `sdpa-cts explain --case ID... | --mha SPEC... | --sample N [--seed S] [--policy suite|pytorch]
 // [--device D] [--backends B,...] [--json]`: which backend the dispatcher picks and, for every
 // other one, why not; under the suite policy also what PyTorch picks and why this policy
-// departs from it (docs/DISPATCH.md).
+// departs from it (docs/DISPATCH.md). Repeated --case or --mha options are answered in order,
+// one explanation (one JSON line with --json) each, in one process.
 //
 // Exit codes: 0 a backend was selected (for --mha: the call has a path that runs), 1 none
-// can run (the reasons are printed), 2 bad input (case ID, spec, device, backend name).
+// can run (the reasons are printed), 2 bad input (case ID, spec, device, backend name); with
+// several cases or specs, the largest of theirs.
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -28,10 +31,10 @@ using nlohmann::json;
 namespace d = sdpa::dispatcher;
 
 struct Options {
-  std::string case_id;
-  std::string mha;
-  std::int64_t sample = 0;  // --sample N: N sampled problems, one line each
-  std::uint64_t seed = 1;   // --seed S of the sample
+  std::vector<std::string> case_ids;  // --case, repeatable
+  std::vector<std::string> mhas;      // --mha, repeatable
+  std::int64_t sample = 0;            // --sample N: N sampled problems, one line each
+  std::uint64_t seed = 1;             // --seed S of the sample
   std::string policy = "suite";
   std::string device = "auto";
   std::string backends;
@@ -151,15 +154,16 @@ void print_explanation(std::ostream& out, const d::Explanation& e) {
   }
 }
 
-int run_case(const Options& o, const Device& dev, const d::Policy& policy) {
-  const auto parsed = parse_case_id(o.case_id);
+int run_case(const Options& o, const std::string& case_id, const Device& dev,
+             const d::Policy& policy) {
+  const auto parsed = parse_case_id(case_id);
   if (const auto* err = std::get_if<CaseIdError>(&parsed)) {
     std::cerr << "sdpa-cts: " << err->message << "\n";
     return 2;
   }
   const Case& c = std::get<Case>(parsed);
   if (auto r = validate(c.problem); !r.empty()) {
-    std::cerr << "sdpa-cts: INVALID case " << o.case_id << ": " << r << "\n";
+    std::cerr << "sdpa-cts: INVALID case " << case_id << ": " << r << "\n";
     return 2;
   }
   const d::Explanation e = d::explain(c.problem, dev, policy);
@@ -211,8 +215,8 @@ int run_sample(const Options& o, const Device& dev, const d::Policy& policy) {
   return 0;
 }
 
-int run_mha(const Options& o, const Device& dev, const d::Policy& policy) {
-  const auto parsed = reference::parse_mha_spec(o.mha);
+int run_mha(const Options& o, const std::string& spec, const Device& dev, const d::Policy& policy) {
+  const auto parsed = reference::parse_mha_spec(spec);
   if (const auto* err = std::get_if<std::string>(&parsed)) {
     std::cerr << "sdpa-cts: " << *err << "\n";
     return 2;
@@ -274,7 +278,7 @@ int run_mha(const Options& o, const Device& dev, const d::Policy& policy) {
 
 int run(const Options& o) {
   plugins::load_plugins_here(o.plugins);  // after a probe in a child process each
-  if (int(!o.case_id.empty()) + int(!o.mha.empty()) + int(o.sample > 0) != 1) {
+  if (int(!o.case_ids.empty()) + int(!o.mhas.empty()) + int(o.sample > 0) != 1) {
     std::cerr << "sdpa-cts: explain needs exactly one of --case, --mha and --sample\n";
     return 2;
   }
@@ -292,7 +296,10 @@ int run(const Options& o) {
   }
   const Device& device = std::get<Device>(dev);
   if (o.sample > 0) return run_sample(o, device, policy);
-  return o.case_id.empty() ? run_mha(o, device, policy) : run_case(o, device, policy);
+  int worst = 0;
+  for (const auto& id : o.case_ids) worst = std::max(worst, run_case(o, id, device, policy));
+  for (const auto& spec : o.mhas) worst = std::max(worst, run_mha(o, spec, device, policy));
+  return worst;
 }
 
 }  // namespace
@@ -302,10 +309,12 @@ Command add_explain_command(CLI::App& parent) {
   auto* cmd = parent.add_subcommand(
       "explain",
       "Show which backend the dispatcher picks for a case or an MHA call, and why not the others");
-  cmd->add_option("--case", opt->case_id, "Case ID (docs/CASE_ID.md)");
-  cmd->add_option("--mha", opt->mha,
+  cmd->add_option("--case", opt->case_ids, "Case ID (docs/CASE_ID.md); repeatable")
+      ->allow_extra_args(false);
+  cmd->add_option("--mha", opt->mhas,
                   "nn.MultiheadAttention call spec, e.g. e64.h4.b2.l5.s5.need_weights=0 "
-                  "(docs/DISPATCH.md)");
+                  "(docs/DISPATCH.md); repeatable")
+      ->allow_extra_args(false);
   cmd->add_option("--sample", opt->sample,
                   "Explain N problems drawn by the sampler, one line (or JSON object) each")
       ->check(CLI::PositiveNumber);

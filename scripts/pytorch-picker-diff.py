@@ -313,18 +313,33 @@ def run_replay(a):
                                                   str(rec["seed"]), "--device", rec["device"]]):
                 answers[(row["case"], rec["device"])] = row["pytorch_choice"]
     recorded = [rec for rec in recorded if rec["kind"] != "meta"]
+    # The rest in one explain run per device (repeated --case / --mha, answered in order).
+    by_device = {}
+    for rec in recorded:
+        if rec["kind"] == "sdpa" and (rec["case"], rec["device"]) not in answers:
+            by_device.setdefault(rec["device"], []).append(rec["case"])
+    for device, ids in by_device.items():
+        rows = explain_lines(a.sdpa_cts, [x for i in ids for x in ("--case", i)] +
+                             ["--device", device])
+        if len(rows) != len(ids):
+            sys.exit(f"pytorch-picker-diff: {len(ids)} cases asked, {len(rows)} answers")
+        for i, row in zip(ids, rows):
+            answers[(i, device)] = row["pytorch_choice"]
+    specs = [rec["spec"] for rec in recorded if rec["kind"] == "mha"]
+    mha_rows = explain_lines(a.sdpa_cts, [x for sp in specs for x in ("--mha", sp)] +
+                             ["--device", "cpu"]) if specs else []
+    if len(mha_rows) != len(specs):
+        sys.exit(f"pytorch-picker-diff: {len(specs)} MHA calls asked, {len(mha_rows)} answers")
+    mha_answers = dict(zip(specs, mha_rows))
     for rec in recorded:
         if rec["kind"] == "sdpa":
-            got = answers.get((rec["case"], rec["device"]))
-            if got is None:
-                got = explain_lines(a.sdpa_cts, ["--case", rec["case"], "--device",
-                                                 rec["device"]])[0]["pytorch_choice"]
+            got = answers[(rec["case"], rec["device"])]
             if got != rec["torch"]:
                 bad += 1
                 print(f"DISAGREE {rec['case']}: PyTorch chose {rec['torch']}, explain --policy "
                       f"pytorch chooses {got}")
         else:
-            ours = ours_mha(explain_lines(a.sdpa_cts, ["--mha", rec["spec"], "--device", "cpu"])[0])
+            ours = ours_mha(mha_answers[rec["spec"]])
             theirs = rec["torch"]
             if not same_mha(theirs, ours):
                 bad += 1
