@@ -1,8 +1,11 @@
 #include "kernels/cuda/emulator/emulator.hpp"
 
+#if !defined(__x86_64__)
 #include <ucontext.h>
+#endif
 
 #include <array>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -34,6 +37,73 @@ namespace {
 
 constexpr std::size_t kStack = 256 * 1024;
 
+// A stack switch. Every emulated thread is a fiber that runs until its next collective
+// (barrier, shuffle, mma) and switches back to the block's scheduler, so a kernel switches
+// millions of times. glibc's swapcontext makes a system call each time (it saves and restores
+// the signal mask): on x86-64 this switch keeps only what the SysV ABI has the callee keep
+// (rbx, rbp, r12-r15, the stack pointer, MXCSR and the x87 control word), in user space.
+// Measured on one decode case of the ci tier (cuda.flash, L = 1, S = 2048, 32 heads): 115 s
+// with swapcontext, docs/KERNELS.md "The emulator" has the figure with this switch.
+#if defined(__x86_64__)
+extern "C" void sdpa_emu_switch(void** save_sp, void* load_sp);
+asm(R"(
+  .text
+  .globl sdpa_emu_switch
+  .type sdpa_emu_switch, @function
+sdpa_emu_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  subq $8, %rsp
+  stmxcsr (%rsp)
+  fnstcw 4(%rsp)
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  ldmxcsr (%rsp)
+  fldcw 4(%rsp)
+  addq $8, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size sdpa_emu_switch, .-sdpa_emu_switch
+)");
+
+// A stack pointer that, switched to, starts `start` on the top of [stack, stack + size): the
+// frame sdpa_emu_switch pops (the current MXCSR and control word, six zero registers, `start`
+// as the return address) above an empty return slot, aligned as after a call.
+void* initial_stack(char* stack, std::size_t size, void (*start)()) {
+  const auto top = reinterpret_cast<std::uintptr_t>(stack + size) & ~std::uintptr_t{15};
+  auto* slot = reinterpret_cast<std::uint64_t*>(top);
+  *--slot = 0;  // the empty return slot, at 16n + 8 as a return address is on a call
+  *--slot = reinterpret_cast<std::uint64_t>(start);
+  for (int r = 0; r < 6; ++r) *--slot = 0;
+  std::uint32_t control[2] = {};
+  asm volatile("stmxcsr %0\n\tfnstcw %1" : "=m"(control[0]), "=m"(control[1]));
+  --slot;
+  std::memcpy(slot, control, sizeof control);
+  return slot;
+}
+
+struct Context {
+  void* sp = nullptr;
+};
+void switch_context(Context& from, const Context& to) { sdpa_emu_switch(&from.sp, to.sp); }
+#else
+struct Context {
+  ucontext_t uc{};
+};
+void switch_context(Context& from, const Context& to) {
+  swapcontext(&from.uc, const_cast<ucontext_t*>(&to.uc));
+}
+#endif
+
 struct Copy {
   unsigned char* dst;
   const unsigned char* src;
@@ -54,7 +124,7 @@ struct Slot {
 };
 
 struct Fiber {
-  ucontext_t context{};
+  Context context;
   std::vector<char> stack;
   int tid = 0;
   bool done = false;
@@ -76,7 +146,7 @@ struct Block {
   std::vector<Warp> warps;
   Barrier barrier;
   std::vector<char> flags;  // sync_threads_or, one per thread
-  ucontext_t scheduler{};
+  Context scheduler;
   const void* scheduler_stack = nullptr;  // the scheduler's stack (AddressSanitizer's fibers)
   std::size_t scheduler_stack_size = 0;
   int current = -1;
@@ -97,10 +167,10 @@ void to_fiber(Block& b, Fiber& f) {
 #if defined(SDPA_CTS_ASAN_FIBERS)
   void* fake = nullptr;
   __sanitizer_start_switch_fiber(&fake, f.stack.data(), f.stack.size());
-  swapcontext(&b.scheduler, &f.context);
+  switch_context(b.scheduler, f.context);
   __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);  // back on the scheduler's stack
 #else
-  swapcontext(&b.scheduler, &f.context);
+  switch_context(b.scheduler, f.context);
 #endif
 }
 // First code on a fiber's stack: learns the scheduler's stack (the one switched from).
@@ -117,10 +187,10 @@ void yield() {
 #if defined(SDPA_CTS_ASAN_FIBERS)
   void* fake = nullptr;
   __sanitizer_start_switch_fiber(&fake, g_block->scheduler_stack, g_block->scheduler_stack_size);
-  swapcontext(&f.context, &g_block->scheduler);
+  switch_context(f.context, g_block->scheduler);
   __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
 #else
-  swapcontext(&f.context, &g_block->scheduler);
+  switch_context(f.context, g_block->scheduler);
 #endif
 }
 
@@ -150,9 +220,14 @@ void entry() {
   f.done = true;
   ++b.progress;
 #if defined(SDPA_CTS_ASAN_FIBERS)
-  // This fiber ends: returning goes to uc_link (the scheduler).
+  // This fiber ends (a null fake stack: it is not switched back to).
   __sanitizer_start_switch_fiber(nullptr, b.scheduler_stack, b.scheduler_stack_size);
 #endif
+#if defined(__x86_64__)
+  // Nothing to return to: back to the scheduler, which never resumes a finished fiber.
+  switch_context(f.context, b.scheduler);
+#endif
+  // (ucontext: returning goes to uc_link, the scheduler.)
 }
 
 void check_shared(const void* p, std::size_t bytes, const char* what) {
@@ -197,11 +272,15 @@ void run_block(Block& b, long long blk) {
     f.done = false;
     f.groups.clear();
     f.open.clear();
-    getcontext(&f.context);
-    f.context.uc_stack.ss_sp = f.stack.data();
-    f.context.uc_stack.ss_size = f.stack.size();
-    f.context.uc_link = &b.scheduler;
-    makecontext(&f.context, entry, 0);
+#if defined(__x86_64__)
+    f.context.sp = initial_stack(f.stack.data(), f.stack.size(), entry);
+#else
+    getcontext(&f.context.uc);
+    f.context.uc.uc_stack.ss_sp = f.stack.data();
+    f.context.uc.uc_stack.ss_size = f.stack.size();
+    f.context.uc.uc_link = &b.scheduler.uc;
+    makecontext(&f.context.uc, entry, 0);
+#endif
   }
   // Round-robin until every thread is done; a full pass without progress is a deadlock.
   for (;;) {
