@@ -90,13 +90,16 @@ std::optional<Gpu> probe_here(std::string* why) {
   cudaRuntimeGetVersion(&g.runtime_version);
   cudaDriverGetVersion(&g.driver_version);
   g.cudnn_version = cudnn_version();
+  g.smem_per_block_optin = prop.sharedMemPerBlockOptin;
+  g.regs_per_sm = prop.regsPerMultiprocessor;
   return g;
 }
 
 // The probe, in a forked child: CUDA does not survive fork(), and the conformance runner
 // forks its workers after the device was parsed, so the caller's process must not
 // initialise CUDA just to learn what the GPU is. One line comes back through a pipe:
-// "ok <sm> <sm_count> <memory> <runtime> <driver> <cudnn> <model>" or "no <why>".
+// "ok <sm> <sm_count> <memory> <runtime> <driver> <cudnn> <smem> <regs> <model>" or
+// "no <why>".
 std::optional<Gpu> probe_in_child(std::string* why) {
   int fds[2];
   if (pipe(fds) != 0) {
@@ -117,7 +120,8 @@ std::optional<Gpu> probe_in_child(std::string* why) {
     std::ostringstream line;
     if (g) {
       line << "ok " << g->sm << ' ' << g->sm_count << ' ' << g->memory << ' ' << g->runtime_version
-           << ' ' << g->driver_version << ' ' << g->cudnn_version << ' ' << g->model;
+           << ' ' << g->driver_version << ' ' << g->cudnn_version << ' ' << g->smem_per_block_optin
+           << ' ' << g->regs_per_sm << ' ' << g->model;
     } else {
       line << "no " << reason;
     }
@@ -151,7 +155,7 @@ std::optional<Gpu> probe_in_child(std::string* why) {
   if (tag == "ok") {
     Gpu g;
     in >> g.sm >> g.sm_count >> g.memory >> g.runtime_version >> g.driver_version >>
-        g.cudnn_version;
+        g.cudnn_version >> g.smem_per_block_optin >> g.regs_per_sm;
     std::getline(in >> std::ws, g.model);
     if (in || !g.model.empty()) return g;
   }

@@ -20,13 +20,15 @@ bool linked();
 // What the GPU is, or nullopt with the reason in `why` (no runtime in this build, no driver,
 // no device). Device 0; the cuDNN version when a cuDNN library can be loaded, else 0.
 struct Gpu {
-  std::string model;        // e.g. "NVIDIA H200"
-  int sm = 0;               // compute capability * 10 + minor
-  int sm_count = 0;         // multiprocessors
-  std::size_t memory = 0;   // bytes of global memory
-  int runtime_version = 0;  // cudaRuntimeGetVersion, e.g. 13000
-  int driver_version = 0;   // cudaDriverGetVersion
-  int cudnn_version = 0;    // cudnnGetVersion, e.g. 91002; 0 = none found
+  std::string model;                     // e.g. "NVIDIA H200"
+  int sm = 0;                            // compute capability * 10 + minor
+  int sm_count = 0;                      // multiprocessors
+  std::size_t memory = 0;                // bytes of global memory
+  int runtime_version = 0;               // cudaRuntimeGetVersion, e.g. 13000
+  int driver_version = 0;                // cudaDriverGetVersion
+  int cudnn_version = 0;                 // cudnnGetVersion, e.g. 91002; 0 = none found
+  std::size_t smem_per_block_optin = 0;  // sharedMemPerBlockOptin, bytes
+  int regs_per_sm = 0;                   // regsPerMultiprocessor
 };
 std::optional<Gpu> probe(std::string* why);
 

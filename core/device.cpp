@@ -151,7 +151,37 @@ std::optional<Device> detect_cuda() {
   d.cuda.cudnn_version = gpu->cudnn_version;
   d.cuda.model = gpu->model;
   d.cuda.memory = gpu->memory;
+  const CudaArchLimits table = cuda_arch_limits(d.cuda.sm);
+  d.cuda.smem_per_block =
+      gpu->smem_per_block_optin > 0 ? gpu->smem_per_block_optin : table.smem_per_block;
+  d.cuda.regs_per_sm = gpu->regs_per_sm > 0 ? gpu->regs_per_sm : table.regs_per_sm;
   return d;
+}
+
+CudaArchLimits cuda_arch_limits(int sm) {
+  // Maximum shared memory per thread block (opt-in) by compute capability, in KiB, from the
+  // CUDA C++ Programming Guide's technical specifications; every listed architecture has
+  // 64 Ki 32-bit registers per multiprocessor.
+  struct Row {
+    int sm, smem_kib;
+  };
+  static const Row rows[] = {{50, 48}, {52, 48},  {53, 48},   {60, 48},   {61, 48},  {62, 48},
+                             {70, 96}, {72, 96},  {75, 64},   {80, 163},  {86, 99},  {87, 163},
+                             {89, 99}, {90, 227}, {100, 227}, {103, 227}, {120, 99}, {121, 99}};
+  CudaArchLimits l;
+  l.smem_per_block = std::size_t{48} * 1024;
+  l.regs_per_sm = 64 * 1024;
+  const Row* best = nullptr;
+  for (const Row& r : rows) {
+    if (r.sm <= sm && r.sm / 10 == sm / 10 && (!best || r.sm > best->sm)) best = &r;
+  }
+  if (best) {
+    l.smem_per_block = static_cast<std::size_t>(best->smem_kib) * 1024;
+    if (best->sm != sm) l.basis = "as " + sm_name(best->sm);
+  } else {
+    l.basis = "CUDA's minimum";
+  }
+  return l;
 }
 
 std::string cuda_unavailable_reason() {
@@ -166,8 +196,8 @@ Device default_device() {
 
 const std::vector<std::string>& simulated_device_names() {
   static const std::vector<std::string> names = {
-      "cpu-scalar", "cpu-avx2", "cpu-avx512", "cpu-avx512bf16", "sm50",  "sm75",
-      "sm80",       "sm86",     "sm89",       "sm90",           "sm100", "sm121"};
+      "cpu-scalar", "cpu-avx2", "cpu-avx512", "cpu-avx512bf16", "sm50",  "sm75", "sm80",
+      "sm86",       "sm89",     "sm90",       "sm100",          "sm120", "sm121"};
   return names;
 }
 
@@ -192,9 +222,9 @@ std::optional<Device> simulated_device(std::string_view name) {
     const char* name;
     int sm, sm_count;
   };
-  static const Gpu gpus[] = {{"sm50", 50, 16},    {"sm75", 75, 40},  {"sm80", 80, 108},
-                             {"sm86", 86, 84},    {"sm89", 89, 128}, {"sm90", 90, 132},
-                             {"sm100", 100, 148}, {"sm121", 121, 48}};
+  static const Gpu gpus[] = {{"sm50", 50, 16},    {"sm75", 75, 40},    {"sm80", 80, 108},
+                             {"sm86", 86, 84},    {"sm89", 89, 128},   {"sm90", 90, 132},
+                             {"sm100", 100, 148}, {"sm120", 120, 170}, {"sm121", 121, 48}};
   for (const auto& g : gpus) {
     if (name == g.name) {
       d.kind = DeviceKind::cuda;
@@ -202,6 +232,9 @@ std::optional<Device> simulated_device(std::string_view name) {
       d.cuda.sm_count = g.sm_count;
       d.cuda.cuda_runtime = 12080;
       d.cuda.cudnn_version = 91600;
+      const CudaArchLimits l = cuda_arch_limits(g.sm);
+      d.cuda.smem_per_block = l.smem_per_block;
+      d.cuda.regs_per_sm = l.regs_per_sm;
       return d;
     }
   }
@@ -233,6 +266,9 @@ std::variant<Device, std::string> parse_device(std::string_view text) {
     d.name = std::string(base);
     d.cuda.sm = *sm;
     d.cuda.sm_count = 80;
+    const CudaArchLimits l = cuda_arch_limits(*sm);
+    d.cuda.smem_per_block = l.smem_per_block;
+    d.cuda.regs_per_sm = l.regs_per_sm;
     dev = d;
   } else {
     return "unknown device '" + std::string(base) + "' (known: " + known_names() + ")";
@@ -266,6 +302,11 @@ std::variant<Device, std::string> parse_device(std::string_view text) {
       auto v = to_int(value);
       if (!v || *v < 1) return bad("expected a positive SM count");
       dev->cuda.sm_count = *v;
+    } else if (key == "smem" && gpu) {
+      auto v = to_int(value);
+      if (!v || *v < 1 || *v > 1024)
+        return bad("expected KiB of shared memory per block, 1 to 1024");
+      dev->cuda.smem_per_block = static_cast<std::size_t>(*v) * 1024;
     } else if (key == "cudnn_nested" && gpu) {
       if (value != "0" && value != "1") return bad("expected 0 or 1");
       dev->cuda.cudnn_nested = value == "1";
@@ -283,7 +324,7 @@ std::variant<Device, std::string> parse_device(std::string_view text) {
       }
     } else {
       return "device '" + whole + "': unknown option '" + key + "' for a " +
-             (gpu ? "GPU (known: cudnn, cuda, sms, cudnn_nested, emulate)"
+             (gpu ? "GPU (known: cudnn, cuda, sms, smem, cudnn_nested, emulate)"
                   : "CPU (known: cores, isa)");
     }
     dev->name.append(":").append(opt);
@@ -344,7 +385,12 @@ std::string describe_device(const Device& d) {
     if (d.cuda.memory > 0) {
       s.append(std::to_string(d.cuda.memory >> 20)).append(" MiB, ");
     }
-    s.append(std::to_string(d.cuda.sm_count)).append(" SMs, CUDA ");
+    s.append(std::to_string(d.cuda.sm_count)).append(" SMs, ");
+    if (d.cuda.smem_per_block > 0) {
+      s.append(std::to_string(d.cuda.smem_per_block / 1024))
+          .append(" KiB shared memory per block, ");
+    }
+    s.append("CUDA ");
     s.append(std::to_string(d.cuda.cuda_runtime / 1000)).append(".");
     s.append(std::to_string(d.cuda.cuda_runtime / 10 % 100)).append(", cuDNN ");
     s.append(cudnn_version_name(d.cuda.cudnn_version));

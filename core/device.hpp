@@ -46,17 +46,32 @@ std::vector<IsaTarget> available_isa_targets(const CpuFeatures& cpu);
 
 // Properties of a CUDA device that backend rules depend on.
 struct CudaProperties {
-  int sm = 0;                 // compute capability * 10 + minor, e.g. 80, 86, 90, 121
-  int sm_count = 0;           // streaming multiprocessors
-  int cuda_runtime = 0;       // CUDA runtime version, e.g. 12040
-  std::string model;          // the GPU's name as the driver gives it ("" when simulated)
-  std::size_t memory = 0;     // bytes of global memory (0 when simulated)
-  int cudnn_version = 0;      // cuDNN version as major*10000 + minor*100 + patch; 0 = none
-  bool cudnn_nested = false;  // PyTorch's TORCH_CUDNN_SDPA_NESTED_TENSOR_ENABLED is set
-                              // (cuDNN takes NestedTensor inputs only then)
-  bool emulated = false;      // a simulated GPU whose fused kernels run on the host emulator
-                              // (option emulate=1; docs/KERNELS.md, "The emulator")
+  int sm = 0;                      // compute capability * 10 + minor, e.g. 80, 86, 90, 121
+  int sm_count = 0;                // streaming multiprocessors
+  int cuda_runtime = 0;            // CUDA runtime version, e.g. 12040
+  std::string model;               // the GPU's name as the driver gives it ("" when simulated)
+  std::size_t memory = 0;          // bytes of global memory (0 when simulated)
+  int cudnn_version = 0;           // cuDNN version as major*10000 + minor*100 + patch; 0 = none
+  bool cudnn_nested = false;       // PyTorch's TORCH_CUDNN_SDPA_NESTED_TENSOR_ENABLED is set
+                                   // (cuDNN takes NestedTensor inputs only then)
+  bool emulated = false;           // a simulated GPU whose fused kernels run on the host emulator
+                                   // (option emulate=1; docs/KERNELS.md, "The emulator")
+  std::size_t smem_per_block = 0;  // bytes of shared memory one block may use (the opt-in
+                                   // maximum, cudaDevAttrMaxSharedMemoryPerBlockOptin)
+  int regs_per_sm = 0;             // 32-bit registers of one multiprocessor
 };
+
+// The launch limits of a compute capability that kernels are checked against: CUDA's
+// published per-architecture values (docs/KERNELS.md, "Device limits"). A compute capability
+// not in the table takes the nearest known one below it of the same major version, else the
+// limits every CUDA device has (48 KiB of shared memory per block, 64 Ki registers).
+struct CudaArchLimits {
+  std::size_t smem_per_block = 0;  // bytes, opt-in maximum per block
+  int regs_per_sm = 0;             // 32-bit registers per multiprocessor
+  std::string basis;               // "" when the table lists this compute capability, else
+                                   // where the limits come from ("as sm87", "CUDA's minimum")
+};
+CudaArchLimits cuda_arch_limits(int sm);
 
 struct Device {
   std::string name;                   // "cpu" (detected), "cpu-avx2", "sm80", ...
@@ -81,7 +96,7 @@ std::string cuda_unavailable_reason();
 Device default_device();
 
 // A device from its plain name: cpu-scalar, cpu-avx2, cpu-avx512, cpu-avx512bf16, sm50,
-// sm75, sm80, sm86, sm89, sm90, sm100, sm121. nullopt for an unknown name.
+// sm75, sm80, sm86, sm89, sm90, sm100, sm120, sm121. nullopt for an unknown name.
 std::optional<Device> simulated_device(std::string_view name);
 
 // Names simulated_device() accepts, in a stable order.
@@ -94,7 +109,8 @@ const std::vector<std::string>& simulated_device_names();
 //   a simulated name cpu-scalar, cpu-avx2, cpu-avx512, cpu-avx512bf16, sm50 ... sm121,
 //   or any smN with 30 <= N <= 199 (a generic GPU of that compute capability)
 // optionally followed by ":key=value" overrides, separated by ':':
-//   GPUs: cudnn=MAJOR.MINOR.PATCH (or "none"), cuda=MAJOR.MINOR, sms=N, cudnn_nested=0|1
+//   GPUs: cudnn=MAJOR.MINOR.PATCH (or "none"), cuda=MAJOR.MINOR, sms=N, cudnn_nested=0|1,
+//         smem=KIB (shared memory per block), emulate=0|1
 //   CPUs: cores=N, isa=scalar|avx2|avx512|avx512bf16 (a target the CPU has)
 // Example: "sm90:cudnn=9.12.0:sms=66". The error names the device and the part at fault.
 std::variant<Device, std::string> parse_device(std::string_view text);

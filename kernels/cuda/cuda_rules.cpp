@@ -20,6 +20,29 @@ void check_sm_range(std::string_view backend, int lo, int hi, const Device& devi
   }
 }
 
+void check_launch_limits(const LaunchNeeds& needs, const Device& device, Support& s) {
+  const CudaProperties& c = device.cuda;
+  const auto kib = [](std::size_t bytes) {
+    const std::size_t whole = bytes / 1024, frac = bytes % 1024 * 10 / 1024;
+    return std::to_string(whole) + (frac ? "." + std::to_string(frac) : "") + " KiB";
+  };
+  // A simulated compute capability that the limits table does not list says whose limits it
+  // took; a detected GPU's are its own (the CUDA runtime's).
+  const std::string basis = device.simulated ? cuda_arch_limits(c.sm).basis : "";
+  const std::string unlisted = basis.empty() ? "" : " (not in the limits table: " + basis + ")";
+  if (c.smem_per_block > 0 && needs.smem_bytes > c.smem_per_block) {
+    s.decline("needs " + kib(needs.smem_bytes) + " of shared memory per block (" + needs.config +
+              "), " + sm_name(c.sm) + " allows " + kib(c.smem_per_block) + unlisted);
+  }
+  const long long regs = static_cast<long long>(needs.threads) * needs.max_regs_per_thread;
+  if (c.regs_per_sm > 0 && regs > c.regs_per_sm) {
+    s.decline("needs up to " + std::to_string(regs) + " registers per block (" +
+              std::to_string(needs.threads) + " threads x " +
+              std::to_string(needs.max_regs_per_thread) + "), " + sm_name(c.sm) + " has " +
+              std::to_string(c.regs_per_sm) + " per multiprocessor");
+  }
+}
+
 void check_last_dim_stride(const Problem& p, bool singleton_ok, Support& s) {
   const std::int64_t dims[4] = {p.head_dim_qk, p.head_dim_qk, p.head_dim_v, p.head_dim_v};
   const char* names[4] = {"q", "k", "v", "o"};

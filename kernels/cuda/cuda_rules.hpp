@@ -5,6 +5,7 @@
 
 #include "kernels/backend.hpp"
 #include "kernels/cuda/cuda_backends.hpp"
+#include "kernels/cuda/plan.hpp"
 
 namespace sdpa::cuda::detail {
 
@@ -14,6 +15,12 @@ bool check_cuda_device(const Capabilities& caps, const Device& device, Support& 
 
 // sm in [lo, hi], else "<backend> needs compute capability smLO to smHI, device is smXY".
 void check_sm_range(std::string_view backend, int lo, int hi, const Device& device, Support& s);
+
+// The device's launch limits against a configuration's needs: shared memory per block, and
+// threads times registers per thread against the registers of a multiprocessor (one block per
+// SM). Declines with both numbers, e.g. "needs 128 KiB of shared memory per block (head dims
+// up to 256), sm86 allows 99 KiB". A device without known limits (0) is not checked.
+void check_launch_limits(const LaunchNeeds& needs, const Device& device, Support& s);
 
 // Head-dimension stride 1 for q, k, v and o; with `singleton_ok` a head dim of 1 passes
 // whatever its stride (PyTorch's flash exception, issue #116333).

@@ -59,6 +59,12 @@ class Flash final : public detail::DescriptorBackend {
     check_capabilities(generic, p, device, s);
     check_causal_alignment(p, s);
     detail::check_last_dim_stride(p, /*singleton_ok=*/true, s);
+    if (p.dtype == DType::f16 || p.dtype == DType::bf16) {
+      detail::check_launch_limits(
+          detail::flash::launch_needs(dtype_size(p.dtype), std::max(p.head_dim_qk, p.head_dim_v),
+                                      device.cuda.smem_per_block),
+          device, s);
+    }
     if (p.packed) {
       if (p.head_dim_qk % 8 != 0) {
         s.decline("packed rows need a head dim that is a multiple of 8 (dqk=" +
@@ -75,7 +81,7 @@ class Flash final : public detail::DescriptorBackend {
            const RunOptions&) const override {
     const LoweredProblem lowered(p, buf);
     if (device.cuda.emulated) {
-      emu::EmuRuntime rt;
+      emu::EmuRuntime rt(device.cuda.smem_per_block);
       return detail::flash::run_lowered(lowered.params(), detail::launch_device(device), rt);
     }
 #ifdef SDPA_CTS_HAVE_CUDA

@@ -47,10 +47,12 @@
 namespace sdpa::cuda::detail {
 namespace flash {
 
-constexpr int kWarps = 8;
-constexpr int kThreads = kWarps * 32;
-constexpr int kBlockM = kWarps * 16;  // query rows per thread block
-constexpr int kBlockN = 64;           // keys per key block
+// A block is kWarps warps of 16 query rows each: 8 (128 rows), or 4 (64 rows) where the
+// device's shared memory per block cannot hold the 8-warp tiles of a head dim (head dim 256
+// on sm86, sm89 and sm12x: 128 KiB against 99 KiB), as FlashAttention-2 takes smaller tiles
+// there. launch_needs() says which a problem takes.
+constexpr int kMaxWarps = 8;
+constexpr int kBlockN = 64;  // keys per key block
 
 struct FlashParams : FusedParams {
   bool vec;       // every row is 16-byte aligned: cp.async loads
@@ -71,7 +73,7 @@ SDPA_CTS_KERNEL_FN bool quad_any(bool x) {
 
 // Copies rows [row0, row0 + R) x head dims [0, kD) of a tensor into a swizzled tile;
 // rows >= valid and dims >= dim are zero.
-template <class T, int kD, int R>
+template <class T, int kD, int R, int kThreads>
 SDPA_CTS_KERNEL_FN void load_tile(T* tile, const T* src, i64 row0, i64 valid, i64 dim, i64 sr,
                                   i64 sd, bool vec) {
   if (vec) {
@@ -93,10 +95,12 @@ SDPA_CTS_KERNEL_FN void load_tile(T* tile, const T* src, i64 row0, i64 valid, i6
   }
 }
 
-// One thread of a flash block (kThreads per block, (kBlockM + 2 kBlockN) kD elements of
-// shared memory).
-template <class T, int kD>
+// One thread of a flash block (kWarps * 32 threads per block, (kBlockM + 2 kBlockN) kD
+// elements of shared memory).
+template <class T, int kD, int kWarps>
 SDPA_CTS_KERNEL_FN void flash_block(const FlashParams& p, unsigned char* smem) {
+  constexpr int kThreads = kWarps * 32;
+  constexpr int kBlockM = kWarps * 16;  // query rows per thread block
   T* q_s = reinterpret_cast<T*>(smem);
   T* k_s = q_s + kBlockM * kD;
   T* v_s = k_s + kBlockN * kD;
@@ -135,15 +139,16 @@ SDPA_CTS_KERNEL_FN void flash_block(const FlashParams& p, unsigned char* smem) {
   float m_run[2] = {-kInf, -kInf}, l_run[2] = {0, 0};
 
   if (nb_begin < nb_end) {
-    load_tile<T, kD, kBlockM>(q_s, q, i0, lq, p.dqk, p.qsr, p.qsd, p.vec);
-    load_tile<T, kD, kBlockN>(k_s, k, nb_begin * kBlockN, skv, p.dqk, p.ksr, p.ksd, p.vec);
+    load_tile<T, kD, kBlockM, kThreads>(q_s, q, i0, lq, p.dqk, p.qsr, p.qsd, p.vec);
+    load_tile<T, kD, kBlockN, kThreads>(k_s, k, nb_begin * kBlockN, skv, p.dqk, p.ksr, p.ksd,
+                                        p.vec);
     cp_async_commit();
   }
   for (i64 nb = nb_begin; nb < nb_end; ++nb) {
     const i64 j0 = nb * kBlockN;
     cp_async_wait<0>();
     sync_threads();
-    load_tile<T, kD, kBlockN>(v_s, v, j0, skv, p.dv, p.vsr, p.vsd, p.vec);
+    load_tile<T, kD, kBlockN, kThreads>(v_s, v, j0, skv, p.dv, p.vsr, p.vsd, p.vec);
     cp_async_commit();
 
     // S = Q K^T for the warp's 16 rows and the block's 64 keys.
@@ -169,7 +174,7 @@ SDPA_CTS_KERNEL_FN void flash_block(const FlashParams& p, unsigned char* smem) {
     }
     sync_threads();  // every warp is done with K: the next block's K may land
     if (nb + 1 < nb_end) {
-      load_tile<T, kD, kBlockN>(k_s, k, j0 + kBlockN, skv, p.dqk, p.ksr, p.ksd, p.vec);
+      load_tile<T, kD, kBlockN, kThreads>(k_s, k, j0 + kBlockN, skv, p.dqk, p.ksr, p.ksd, p.vec);
     }
     cp_async_commit();
 
@@ -378,20 +383,21 @@ inline bool aligned16(const void* base, const std::int64_t stride[4], const long
 }
 
 // Shared memory of a flash block, in bytes.
-template <class T, int kD>
-constexpr std::size_t smem_bytes() {
-  return (kBlockM + 2 * kBlockN) * kD * sizeof(T);
+constexpr std::size_t smem_bytes(std::size_t element_bytes, int kd, int warps) {
+  return static_cast<std::size_t>(warps * 16 + 2 * kBlockN) * kd * element_bytes;
 }
 
 // The kernels as bodies a runtime launches (one thread's work, given the block's shared
-// memory): a block of kBlockM query rows, and a combine block of one row's split partials.
-template <class T, int kD>
+// memory): a block of kWarps * 16 query rows, and a combine block of one row's split partials.
+template <class T, int kD, int kWarps>
 struct FlashBlock {
-  static constexpr int kThreads = flash::kThreads;
+  static constexpr int kThreads = kWarps * 32;
   static constexpr int kMinBlocks = 1;  // 255 registers: one block per SM
-  static constexpr std::size_t kSmemBytes = smem_bytes<T, kD>();
+  static constexpr std::size_t kSmemBytes = smem_bytes(sizeof(T), kD, kWarps);
   FlashParams p;
-  SDPA_CTS_KERNEL_FN void operator()(unsigned char* smem) const { flash_block<T, kD>(p, smem); }
+  SDPA_CTS_KERNEL_FN void operator()(unsigned char* smem) const {
+    flash_block<T, kD, kWarps>(p, smem);
+  }
 };
 template <class T>
 struct FlashCombine {
@@ -404,6 +410,35 @@ struct FlashCombine {
     combine_row<T>(p, rows_total, reinterpret_cast<float*>(smem), kThreads);
   }
 };
+
+// The head dim a problem's tiles are padded to: 64, 128 or 256.
+inline int padded_head_dim(i64 dim) { return dim <= 64 ? 64 : dim <= 128 ? 128 : 256; }
+
+// Warps per block: 8 when their tiles fit the device's shared memory per block
+// (`smem_limit`, 0 = unknown: 8), else 4. Head dim 64's 8-warp tiles (32 KiB) fit every
+// device, so only 128 and 256 have a 4-warp instance.
+inline int block_warps(std::size_t element_bytes, i64 dim, std::size_t smem_limit) {
+  const int kd = padded_head_dim(dim);
+  if (kd == 64 || smem_limit == 0 || smem_bytes(element_bytes, kd, kMaxWarps) <= smem_limit) {
+    return kMaxWarps;
+  }
+  return kMaxWarps / 2;
+}
+
+// The block configuration a problem takes on a device (the launch below), and what one block
+// of it needs of a multiprocessor.
+inline LaunchNeeds launch_needs(std::size_t element_bytes, i64 dim, std::size_t smem_limit) {
+  const int kd = padded_head_dim(dim), warps = block_warps(element_bytes, dim, smem_limit);
+  static const char* const names[2][3] = {
+      {"head dims up to 64, 8 warps", "head dims up to 128, 8 warps",
+       "head dims up to 256, 8 warps"},
+      {"head dims up to 64, 4 warps", "head dims up to 128, 4 warps",
+       "head dims up to 256, 4 warps"}};
+  return {names[warps == kMaxWarps ? 0 : 1][kd == 64    ? 0
+                                            : kd == 128 ? 1
+                                                        : 2],
+          smem_bytes(element_bytes, kd, warps), warps * 32, 255};
+}
 
 // The host side of a cuda.flash call, wherever the kernels run. `Runtime` gives memory and
 // launches (cuda_runtime.cuh on a GPU, the emulator's on the host): see docs/KERNELS.md,
@@ -424,7 +459,9 @@ void run(const sdpa_cts_params& pl, const LaunchDevice& dev, Runtime& rt) {
           aligned16(pl.q, pl.q_stride, host.q0, pl.batch) &&
           aligned16(pl.k, pl.k_stride, host.k0, pl.batch) &&
           aligned16(pl.v, pl.v_stride, host.v0, pl.batch);
-  p.m_blocks = (pl.len_q + kBlockM - 1) / kBlockM;
+  const int warps = block_warps(sizeof(T), dim, dev.smem_per_block);
+  const i64 block_m = warps * 16;
+  p.m_blocks = (pl.len_q + block_m - 1) / block_m;
   const i64 tiles = pl.batch * pl.heads_q * p.m_blocks;
   p.splits =
       choose_splits(tiles, (pl.len_kv + kBlockN - 1) / kBlockN, rt.sm_count(dev), kMaxSplits);
@@ -439,12 +476,15 @@ void run(const sdpa_cts_params& pl, const LaunchDevice& dev, Runtime& rt) {
       params.part_l = stats + params.splits * rows_total;
     }
     const i64 blocks = tiles * params.splits;
+    const bool full = warps == kMaxWarps;
     if (dim <= 64) {
-      rt.launch(FlashBlock<T, 64>{params}, blocks);
+      rt.launch(FlashBlock<T, 64, kMaxWarps>{params}, blocks);
     } else if (dim <= 128) {
-      rt.launch(FlashBlock<T, 128>{params}, blocks);
+      full ? rt.launch(FlashBlock<T, 128, kMaxWarps>{params}, blocks)
+           : rt.launch(FlashBlock<T, 128, kMaxWarps / 2>{params}, blocks);
     } else {
-      rt.launch(FlashBlock<T, 256>{params}, blocks);
+      full ? rt.launch(FlashBlock<T, 256, kMaxWarps>{params}, blocks)
+           : rt.launch(FlashBlock<T, 256, kMaxWarps / 2>{params}, blocks);
     }
     if (params.splits > 1) rt.launch(FlashCombine<T>{params, rows_total}, rows_total);
   };

@@ -11,6 +11,7 @@ inline LaunchDevice launch_device(const Device& device) {
   LaunchDevice d;
   d.sm = device.cuda.sm;
   d.sm_count = device.cuda.sm_count;  // a simulated (emulated) GPU has its table's count
+  d.smem_per_block = device.cuda.smem_per_block;
   return d;
 }
 

@@ -73,6 +73,7 @@ class MemEfficient final : public detail::DescriptorBackend {
       s.decline("dtype bf16 needs sm80 or newer, device is " + sm_name(sm) +
                 " (supported there: f16, f32)");
     }
+    detail::check_launch_limits(detail::mem_efficient::launch_needs(), device, s);
     const std::size_t esize = dtype_size(p.dtype);
     const int align = gemm_alignment(sm, p.dtype);
     if (align > 1 && (p.head_dim_qk % align != 0 || p.head_dim_v % align != 0)) {
@@ -109,7 +110,7 @@ class MemEfficient final : public detail::DescriptorBackend {
            const RunOptions&) const override {
     const LoweredProblem lowered(p, buf);
     if (device.cuda.emulated) {
-      emu::EmuRuntime rt;
+      emu::EmuRuntime rt(device.cuda.smem_per_block);
       return detail::mem_efficient::run_lowered(lowered.params(), rt);
     }
 #ifdef SDPA_CTS_HAVE_CUDA

@@ -226,6 +226,11 @@ struct MemEfficientBlock {
   }
 };
 
+// What one block needs of a multiprocessor (every problem takes the same configuration).
+inline LaunchNeeds launch_needs() {
+  return {"16 rows x 128-wide slabs", sizeof(SharedTiles), kThreads, 255};
+}
+
 // The host side of a cuda.mem_efficient call, wherever the kernel runs. `Runtime` gives
 // memory and launches (cuda_runtime.cuh on a GPU, the emulator's on the host).
 template <class T, class Runtime>

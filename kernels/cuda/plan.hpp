@@ -5,6 +5,7 @@
 // run() hands its kernel the params of a LoweredProblem.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -60,8 +61,19 @@ struct OverflowFlags {
 // The launch's device, as the fused kernels' tiling heuristics need it (core/device.hpp's
 // CUDA fields, copied so that nvcc does not parse that header).
 struct LaunchDevice {
-  int sm = 0;        // compute capability, e.g. 90
-  int sm_count = 0;  // streaming multiprocessors (0 = unknown: the kernel asks the runtime)
+  int sm = 0;                      // compute capability, e.g. 90
+  int sm_count = 0;                // streaming multiprocessors (0 = unknown: the kernel asks
+                                   // the runtime)
+  std::size_t smem_per_block = 0;  // bytes of shared memory a block may use (0 = unknown)
+};
+
+// What one block of a kernel configuration takes of a multiprocessor, for the device-limit
+// rules of supports() (cuda_rules.hpp): the same constants the launch uses.
+struct LaunchNeeds {
+  const char* config;       // the configuration, e.g. "head dims up to 256"
+  std::size_t smem_bytes;   // dynamic shared memory per block
+  int threads;              // threads per block
+  int max_regs_per_thread;  // registers per thread it may take (255: the ISA's limit)
 };
 
 // Runs the lowered problem on the current CUDA device and waits for it. Each throws

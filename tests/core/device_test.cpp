@@ -77,7 +77,7 @@ TEST(Device, OverrideErrorsNameTheOption) {
             "device 'cpu-avx2:cores=-1': option 'cores': expected a positive core count, got '-1'");
   EXPECT_EQ(error_of("sm90:cores=4"),
             "device 'sm90:cores=4': unknown option 'cores' for a GPU (known: cudnn, cuda, sms, "
-            "cudnn_nested, emulate)");
+            "smem, cudnn_nested, emulate)");
   EXPECT_EQ(error_of("cpu-avx2:cudnn=9.1.0"),
             "device 'cpu-avx2:cudnn=9.1.0': unknown option 'cudnn' for a CPU (known: cores, isa)");
   EXPECT_EQ(error_of("sm90:fast"), "device 'sm90:fast': option 'fast' is not key=value");
@@ -86,7 +86,8 @@ TEST(Device, OverrideErrorsNameTheOption) {
 TEST(Device, UnknownNamesListTheKnownOnes) {
   EXPECT_EQ(error_of("tpu"),
             "unknown device 'tpu' (known: cpu, cuda, auto, cpu-scalar, cpu-avx2, cpu-avx512, "
-            "cpu-avx512bf16, sm50, sm75, sm80, sm86, sm89, sm90, sm100, sm121, smN (30 <= N <= "
+            "cpu-avx512bf16, sm50, sm75, sm80, sm86, sm89, sm90, sm100, sm120, sm121, smN (30 <= N "
+            "<= "
             "199))");
   EXPECT_NE(error_of("").find("unknown device ''"), std::string::npos);
   EXPECT_THROW(parse_device_or_throw("cpu-avx3"), std::invalid_argument);
@@ -118,9 +119,11 @@ TEST(Device, DetectionWithoutAGpuSaysWhy) {
 
 TEST(Device, Descriptions) {
   EXPECT_EQ(describe_device(parse_device_or_throw("sm80")),
-            "sm80 (simulated): CUDA sm80, 108 SMs, CUDA 12.8, cuDNN 9.16.0");
+            "sm80 (simulated): CUDA sm80, 108 SMs, 163 KiB shared memory per block, CUDA 12.8, "
+            "cuDNN 9.16.0");
   EXPECT_EQ(describe_device(parse_device_or_throw("sm90:cudnn=none")),
-            "sm90:cudnn=none (simulated): CUDA sm90, 132 SMs, CUDA 12.8, cuDNN none");
+            "sm90:cudnn=none (simulated): CUDA sm90, 132 SMs, 227 KiB shared memory per block, "
+            "CUDA 12.8, cuDNN none");
   EXPECT_EQ(describe_device(parse_device_or_throw("cpu-scalar")),
             "cpu-scalar (simulated): CPU, scalar only, 2 cores");
   EXPECT_EQ(describe_device(parse_device_or_throw("cpu-avx512bf16")),
@@ -151,7 +154,7 @@ TEST(Device, IsaTargetOverrideChoosesATargetTheCpuHas) {
             "avx2, avx512, avx512bf16)");
   EXPECT_EQ(error_of("sm80:isa=avx2"),
             "device 'sm80:isa=avx2': unknown option 'isa' for a GPU (known: cudnn, cuda, sms, "
-            "cudnn_nested, emulate)");
+            "smem, cudnn_nested, emulate)");
 }
 
 // emulate=1: a simulated GPU whose fused kernels run on the host emulator, and the one

@@ -7,6 +7,7 @@
 
 #include "conformance/engine/check_case.hpp"
 #include "core/cuda_runtime.hpp"
+#include "kernels/cuda/flash_body.hpp"
 #include "test_backends.hpp"
 
 namespace sdpa {
@@ -84,6 +85,53 @@ TEST(CudaRules, EmulatedGpu) {
             "is nothing to run");
   const auto ran = conformance::check_case(flash, parse_case_id_or_throw(kBase), emu);
   EXPECT_EQ(ran.status, conformance::Status::pass) << ran.message;
+}
+
+// Device limits (docs/KERNELS.md, "Device limits"): cuda.flash's 8-warp head-dim-256 blocks
+// need 128 KiB of shared memory, which sm86, sm89, sm120 and sm121 do not have: there it takes
+// 4-warp blocks (96 KiB), as FlashAttention-2 takes smaller tiles; where even those do not
+// fit it declines with both numbers. cuda.mem_efficient's 42.1 KiB fits every listed device.
+TEST(CudaRules, SharedMemoryPerBlockIsADeviceLimit) {
+  namespace fl = cuda::detail::flash;
+  const std::string d256 = "b1.hq2.l128.s128.dqk256.f16.seed1.gen=normal";
+  const std::string d128 = "b1.hq2.l128.s128.dqk128.bf16.seed1.gen=normal";
+  for (const char* dev : {"sm86", "sm89", "sm120", "sm121"}) {
+    const Device d = device(dev);
+    EXPECT_EQ(d.cuda.smem_per_block, 99u * 1024) << dev;
+    EXPECT_EQ(fl::block_warps(2, 256, d.cuda.smem_per_block), 4) << dev;
+    EXPECT_EQ(fl::block_warps(2, 128, d.cuda.smem_per_block), 8) << dev;
+    EXPECT_TRUE(accepts(flash, d256, dev));
+    EXPECT_TRUE(accepts(flash, d128, dev));
+    EXPECT_TRUE(accepts(mem, d256, dev));
+  }
+  for (const char* dev : {"sm80", "sm90", "sm100"}) {
+    EXPECT_EQ(fl::block_warps(2, 256, device(dev).cuda.smem_per_block), 8) << dev;
+    EXPECT_TRUE(accepts(flash, d256, dev));
+  }
+  const cuda::detail::LaunchNeeds n = fl::launch_needs(2, 256, 99 * 1024);
+  EXPECT_EQ(std::string(n.config), "head dims up to 256, 4 warps");
+  EXPECT_EQ(n.smem_bytes, 96u * 1024);
+  EXPECT_EQ(n.threads, 128);
+  EXPECT_EQ(device("sm80").cuda.smem_per_block, 163u * 1024);
+  EXPECT_EQ(device("sm90").cuda.smem_per_block, 227u * 1024);
+  EXPECT_EQ(device("sm90").cuda.regs_per_sm, 64 * 1024);
+  // The smem= option overrides the table; a compute capability the table does not list says
+  // whose limits it took.
+  EXPECT_TRUE(declines_with(flash, d128, "sm90:smem=40",
+                            "needs 48 KiB of shared memory per block (head dims up to 128, 4 "
+                            "warps), sm90 allows 40 KiB"));
+  EXPECT_EQ(cuda_arch_limits(88).basis, "as sm87");
+  EXPECT_EQ(device("sm88").cuda.smem_per_block, 163u * 1024);
+  EXPECT_TRUE(accepts(flash, d256, "sm110:smem=96"));
+  EXPECT_TRUE(declines_with(flash, d256, "sm110",
+                            "needs 96 KiB of shared memory per block (head dims up to 256, 4 "
+                            "warps), sm110 allows 48 KiB (not in the limits table: CUDA's "
+                            "minimum)"));
+  EXPECT_TRUE(accepts(flash, d128, "sm110"));
+  EXPECT_TRUE(declines_with(mem, kBase, "sm50:smem=32",
+                            "needs 42.1 KiB of shared memory per block (16 rows x 128-wide "
+                            "slabs), sm50 allows 32 KiB"));
+  EXPECT_NE(parse_device("sm90:smem=0").index(), 0u);
 }
 
 // Without the CUDA runtime in the build, the kernels' run() says so; with it and no GPU,

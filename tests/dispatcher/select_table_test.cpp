@@ -133,6 +133,7 @@ const std::vector<Row>& rows() {
       {C + ".f16", "sm100", "", "cuda.flash"},
       {D256 + ".f16", "sm100", "", "cuda.flash"},
       {C + ".f16", "sm121", "", "cuda.flash"},
+      {D256 + ".f16", "sm120", "", "cuda.flash"},  // 4-warp blocks in its 99 KiB
       {C + ".f32", "sm121", "", "cuda.mem_efficient"},
       {C + ".f16", "sm103", "pytorch", "cuda.cudnn"},
       {C + ".f16", "sm103", "", "cuda.flash"},

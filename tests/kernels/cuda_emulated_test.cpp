@@ -31,8 +31,12 @@ using conformance::status_name;
 class Emulated final : public Backend {
  public:
   using Runner = void (*)(const Problem&, const Buffers&);
-  Emulated(const Backend& gpu, std::string name, Runner runner)
-      : gpu_(gpu), name_(std::move(name)), runner_(runner), caps_(gpu.capabilities()) {
+  Emulated(const Backend& gpu, std::string name, Runner runner, std::string device = "sm80")
+      : gpu_(gpu),
+        name_(std::move(name)),
+        runner_(runner),
+        caps_(gpu.capabilities()),
+        device_(parse_device_or_throw(device)) {
     caps_.device = DeviceKind::cpu;
     caps_.memory = MemorySpace::host;
   }
@@ -40,14 +44,10 @@ class Emulated final : public Backend {
   const Capabilities& capabilities() const override { return caps_; }
   PrecisionContract precision(DType dtype) const override { return gpu_.precision(dtype); }
   Support supports(const Problem& p, const Device&) const override {
-    return gpu_.supports(p, sm80());
+    return gpu_.supports(p, device_);
   }
   void run(const Problem& p, const Buffers& buf, const Device&, const RunOptions&) const override {
     runner_(p, buf);
-  }
-  static const Device& sm80() {
-    static const Device d = parse_device_or_throw("sm80");
-    return d;
   }
 
  private:
@@ -55,6 +55,7 @@ class Emulated final : public Backend {
   std::string name_;
   Runner runner_;
   Capabilities caps_;
+  Device device_;  // whose rules and limits apply
 };
 
 const Emulated& emulated_flash() {
@@ -66,6 +67,29 @@ const Emulated& emulated_flash() {
         cuda::emu::EmuRuntime rt;
         cuda::detail::flash::run_lowered(LoweredProblem(p, buf).params(), d, rt);
       });
+  return b;
+}
+
+// The 4-warp blocks (64 query rows) cuda.flash takes where the device's shared memory per
+// block cannot hold 8-warp tiles: head dim 256 on a 99 KiB device (sm86), and head dim 128 on
+// a 48 KiB one; the emulated runtime gets the same limit and refuses a block above it.
+template <std::size_t kSmemKiB>
+void run_flash_with_smem(const Problem& p, const Buffers& buf) {
+  cuda::detail::LaunchDevice d;
+  d.sm = 86;
+  d.sm_count = 8;
+  d.smem_per_block = kSmemKiB * 1024;
+  cuda::emu::EmuRuntime rt(d.smem_per_block);
+  cuda::detail::flash::run_lowered(LoweredProblem(p, buf).params(), d, rt);
+}
+const Emulated& emulated_flash_99k() {
+  static const Emulated b(cuda::flash_backend(), "emulated.cuda.flash.smem99k",
+                          run_flash_with_smem<99>, "sm86");
+  return b;
+}
+const Emulated& emulated_flash_48k() {
+  static const Emulated b(cuda::flash_backend(), "emulated.cuda.flash.smem48k",
+                          run_flash_with_smem<48>, "sm86:smem=48");
   return b;
 }
 
@@ -100,6 +124,18 @@ const std::vector<std::string> kCases = {
     "b1.hq1.l4.s20.dqk64.f16.seed14.gen=nan_q",
 };
 
+// The 4-warp blocks: row-block edges (L not a multiple of 64), both causal alignments, GQA,
+// windows, split-KV decode, packed rows, dropout, the overflow guard.
+const std::vector<std::string> kFourWarpCases = {
+    "b1.hq2.l70.s90.dqk{128,256}.bf16.causal=br.lse.seed21.gen=normal",
+    "b1.hq4.hkv2.l65.s65.dqk{128,256}.f16.causal=tl.seed22.gen=normal",
+    "b2.hq1.l33.s100.dqk{128,256}.bf16.win=20_4_br.seed23.gen=normal",
+    "b1.hq2.l1.s1500.dqk{128,256}.bf16.lse.seed24.gen=normal",
+    "b2.hq2.l48.s64.dqk{128,256}.f16.qlen=48_20.kvlen=64_30.packed.lse.seed25.gen=normal",
+    "b1.hq2.l40.s72.dqk{128,256}.bf16.p0.3.dseed9.lse.seed26.gen=normal",
+    "b1.hq1.l8.s300.dqk{128,256}.bf16.seed27.gen=v_near_max",
+};
+
 // Every element type, both mask kinds, Dv != Dqk, head dims above one slab (Dqk > 128 is
 // summed in slabs, Dv > 128 runs one block per slab), causal top-left with L != S and
 // bottom-right, GQA, dropout, packed rows, the overflow guard in f32, NaN propagation.
@@ -127,6 +163,11 @@ std::vector<EmulatedCase> emulated_cases() {
   std::vector<EmulatedCase> all;
   for (const auto& id : kCases) all.push_back({&emulated_flash(), id});
   for (const auto& id : kMemEfficientCases) all.push_back({&emulated_mem_efficient(), id});
+  for (const auto& pattern : kFourWarpCases) {
+    const std::size_t at = pattern.find("{128,256}");
+    all.push_back({&emulated_flash_48k(), pattern.substr(0, at) + "128" + pattern.substr(at + 9)});
+    all.push_back({&emulated_flash_99k(), pattern.substr(0, at) + "256" + pattern.substr(at + 9)});
+  }
   return all;
 }
 
@@ -138,6 +179,29 @@ TEST_P(EmulatedCuda, PassesTheJudge) {
   const auto out = check_case(*ec.backend, c, detect_cpu());
   EXPECT_EQ(out.status, Status::pass) << ec.backend->name() << " " << ec.id << ": "
                                       << status_name(out.status) << " " << out.message;
+}
+
+// A launch whose block asks for more shared memory than the device allows fails, as
+// cudaLaunchKernel does on a GPU, naming both sizes.
+struct SmallBody {
+  static constexpr int kThreads = 32;
+  static constexpr int kMinBlocks = 1;
+  static constexpr std::size_t kSmemBytes = 2048;
+  void operator()(unsigned char*) const {}
+};
+TEST(EmulatedRuntime, RefusesABlockAboveTheSharedMemoryLimit) {
+  using Body = SmallBody;
+  cuda::emu::EmuRuntime small(1024);
+  try {
+    small.launch(Body{}, 1);
+    FAIL() << "launched";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "emulator: a block needs 2048 bytes of shared memory, the device allows 1024 (the "
+              "launch fails on a GPU)");
+  }
+  cuda::emu::EmuRuntime enough(2048);
+  EXPECT_NO_THROW(enough.launch(Body{}, 1));
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, EmulatedCuda, testing::ValuesIn(emulated_cases()),

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstddef>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "kernels/cuda/emulator/emulator.hpp"
@@ -18,6 +20,9 @@ namespace sdpa::cuda::emu {
 // generic launch of a kernel body on the emulated GPU.
 class EmuRuntime {
  public:
+  // `smem_limit`: the emulated device's shared memory per block (0 = unchecked); a launch that
+  // asks for more fails as it would on the GPU.
+  explicit EmuRuntime(std::size_t smem_limit = 0) : smem_limit_(smem_limit) {}
   detail::BatchArrays batch_arrays(const std::vector<long long>& host, long long batch) {
     batch_ = host;
     return detail::batch_arrays_at(batch_.data(), batch);
@@ -36,6 +41,11 @@ class EmuRuntime {
   int sm_count(const detail::LaunchDevice& dev) { return dev.sm_count; }
   template <class Body>
   void launch(const Body& body, long long blocks) {
+    if (smem_limit_ > 0 && Body::kSmemBytes > smem_limit_) {
+      throw std::runtime_error("emulator: a block needs " + std::to_string(Body::kSmemBytes) +
+                               " bytes of shared memory, the device allows " +
+                               std::to_string(smem_limit_) + " (the launch fails on a GPU)");
+    }
     emu::launch(blocks, Body::kThreads, Body::kSmemBytes, [&](unsigned char* smem) { body(smem); });
   }
   void finish() {}
@@ -43,6 +53,7 @@ class EmuRuntime {
  private:
   std::vector<long long> batch_;
   std::vector<unsigned char> flag_storage_;
+  std::size_t smem_limit_ = 0;
   int count_ = 0;
   std::vector<std::vector<unsigned char>> slots_ = std::vector<std::vector<unsigned char>>(8);
 };
