@@ -5,6 +5,7 @@
 // without a GPU; never a substitute for a GPU run.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <stdexcept>
 #include <string>
@@ -33,9 +34,12 @@ class EmuRuntime {
     return {flag_storage_.data(), &count_};
   }
   int read_count(const int* c) { return *c; }
+  // Scratch comes as a GPU allocation does, uninitialised: poisoned with 0xFF bytes (NaN) on
+  // every request, so that a kernel reading a partial it never wrote fails the judge.
   void* scratch(int slot, std::size_t bytes) {
     auto& s = slots_[static_cast<std::size_t>(slot)];
     if (s.size() < bytes) s.resize(bytes);
+    std::fill(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(bytes), 0xFF);
     return s.data();
   }
   int sm_count(const detail::LaunchDevice& dev) { return dev.sm_count; }

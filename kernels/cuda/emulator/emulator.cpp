@@ -137,6 +137,15 @@ struct Warp {
   std::array<Slot, 32> slots;
 };
 
+// The last tracked access to one 16-byte chunk of shared memory (ldmatrix reads, cp.async
+// writes), by warp and block-barrier generation: two warps touching a chunk in the same
+// generation, one of them writing, race on a GPU (docs/KERNELS.md, "The emulator").
+struct ChunkAccess {
+  static constexpr unsigned long long kNever = ~0ull;
+  unsigned long long read_gen = kNever, write_gen = kNever;
+  int read_warp = -1, write_warp = -1;
+};
+
 struct Block {
   long long index = 0, grid = 0;
   int threads = 0;
@@ -145,7 +154,9 @@ struct Block {
   std::vector<Fiber> fibers;
   std::vector<Warp> warps;
   Barrier barrier;
-  std::vector<char> flags;  // sync_threads_or, one per thread
+  std::vector<char> flags;          // sync_threads_or, one per thread
+  std::vector<ChunkAccess> chunks;  // one per 16 bytes of shared memory
+  std::uint64_t rng = 0;            // the block's delivery draws (cp.async copies land early)
   Context scheduler;
   const void* scheduler_stack = nullptr;  // the scheduler's stack (AddressSanitizer's fibers)
   std::size_t scheduler_stack_size = 0;
@@ -194,7 +205,34 @@ void yield() {
 #endif
 }
 
+std::uint64_t g_seed = 1;  // set_seed(): the seed of every launch's cp.async delivery draws
+
+// splitmix64: the delivery draws (the emulator's own; no statistical demands).
+std::uint64_t next_draw(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+void run_copies(const std::vector<Copy>& group);
+
+// A committed cp.async group may land at any point between its commit and the wait that
+// needs it: at each collective of its thread, each pending group lands with probability 1/2
+// (seeded, so a run is reproducible), the rest at the wait.
+void deliver_some(Fiber& f) {
+  for (std::size_t i = 0; i < f.groups.size();) {
+    if (next_draw(g_block->rng) & 1) {
+      run_copies(f.groups[i]);
+      f.groups.erase(f.groups.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      ++i;
+    }
+  }
+}
+
 void arrive_and_wait(Barrier& b) {
+  if (!me().groups.empty()) deliver_some(me());
   const unsigned long long generation = b.generation;
   ++g_block->progress;
   if (++b.arrived == b.participants) {
@@ -240,6 +278,32 @@ void check_shared(const void* p, std::size_t bytes, const char* what) {
   }
 }
 
+// Records a tracked access to the 16 bytes at `p` and reports a race: a write to a chunk
+// another warp read, or a read of a chunk another warp wrote, with no __syncthreads between.
+void track(const void* p, bool write, const char* what) {
+  Block& b = *g_block;
+  const auto off = static_cast<std::size_t>(static_cast<const unsigned char*>(p) - b.smem);
+  ChunkAccess& c = b.chunks[off / 16];
+  const unsigned long long gen = b.barrier.generation;
+  const int warp = me().tid / 32;
+  const auto race = [&](const char* kind, int other) {
+    throw std::runtime_error(
+        std::string(kind) + " hazard: " + what + " by thread " + std::to_string(me().tid) +
+        " (warp " + std::to_string(warp) + ") on shared bytes [" + std::to_string(off / 16 * 16) +
+        ", " + std::to_string(off / 16 * 16 + 16) + ") that warp " + std::to_string(other) +
+        (write ? " read" : " wrote") + " with no __syncthreads between");
+  };
+  if (write) {
+    if (c.read_gen == gen && c.read_warp != warp) race("write-after-read", c.read_warp);
+    c.write_gen = gen;
+    c.write_warp = warp;
+  } else {
+    if (c.write_gen == gen && c.write_warp != warp) race("read-after-write", c.write_warp);
+    c.read_gen = gen;
+    c.read_warp = warp;
+  }
+}
+
 void run_copies(const std::vector<Copy>& group) {
   for (const Copy& c : group) {
     std::memset(c.dst, 0, 16);
@@ -262,7 +326,11 @@ float element(unsigned reg, int half, bool bf16) {
 void run_block(Block& b, long long blk) {
   const int threads = b.threads;
   b.index = blk;
-  std::memset(b.smem, 0, b.smem_bytes);
+  // A GPU leaves shared memory as the previous block left it: poison it (0xFF bytes are NaN
+  // in f32, f16 and bf16), so that a kernel reading what it never wrote fails the judge.
+  std::memset(b.smem, 0xFF, b.smem_bytes);
+  b.chunks.assign((b.smem_bytes + 15) / 16, ChunkAccess{});
+  b.rng = g_seed ^ (static_cast<std::uint64_t>(blk) * 0xd1b54a32d192ed03ull);
   b.barrier = Barrier{threads, 0, 0};
   b.warps.assign(static_cast<std::size_t>(threads / 32), Warp{});
   for (auto& w : b.warps) w.barrier.participants = 32;
@@ -316,6 +384,8 @@ void run_block(Block& b, long long blk) {
 // (tests/kernels/emulator_conversions_test.cpp).
 Bf16::Bf16(float x) : bits(sdpa::float_to_bf16(x)) {}
 Half::Half(float x) : bits(sdpa::float_to_half(x)) {}
+
+void set_seed(std::uint64_t seed) { g_seed = seed; }
 
 void launch(long long blocks, int threads, std::size_t smem_bytes,
             const std::function<void(unsigned char* smem)>& body) {
@@ -386,6 +456,7 @@ void atomic_add(int* p, int v) { *p += v; }
 
 void ldmatrix_x4(unsigned (&r)[4], const void* smem, bool trans) {
   check_shared(smem, 16, trans ? "ldmatrix.trans" : "ldmatrix");
+  track(smem, false, trans ? "ldmatrix.trans" : "ldmatrix");
   Warp& w = my_warp();
   const int l = lane();
   w.slots[static_cast<std::size_t>(l)].p = smem;
@@ -433,6 +504,7 @@ void mma_16816(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1, 
 
 void cp_async_16(void* smem, const void* gmem, int src_bytes) {
   check_shared(smem, 16, "cp.async");
+  track(smem, true, "cp.async");
   if (src_bytes < 0 || src_bytes > 16) throw std::runtime_error("cp.async: bad source size");
   me().open.push_back(
       {static_cast<unsigned char*>(smem), static_cast<const unsigned char*>(gmem), src_bytes});

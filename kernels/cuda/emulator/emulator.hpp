@@ -3,9 +3,13 @@
 // cooperative fibers in one OS thread, scheduled round-robin and switched only at a
 // collective (a barrier, a shuffle, ldmatrix, mma), so every run is deterministic. Warp
 // collectives exchange their operands and compute what PTX defines: ldmatrix's and mma.sync
-// m16n8k16's fragment layouts, cp.async copies that land only at cp.async.wait_group (a
-// missing wait reads stale shared memory, as on a GPU it may), and a barrier that not every
-// thread reaches is reported as a deadlock instead of hanging.
+// m16n8k16's fragment layouts, and cp.async copies that land at a seeded random point between
+// their commit and cp.async.wait_group (a missing wait reads stale or half-landed shared
+// memory, as on a GPU it may). What a GPU does not promise is made visible: shared memory
+// starts as 0xFF bytes (NaN) in every block, a barrier that not every thread reaches is a
+// deadlock instead of a hang, and a 16-byte chunk that one warp reads by ldmatrix and another
+// writes by cp.async with no __syncthreads between is a write-after-read (or
+// read-after-write) hazard.
 //
 // It models semantics, not timing: mma.sync sums its 16 products in order in f32 (a GPU's
 // internal accumulation order is unspecified), exp2/tanh/log are the host's. It lets the
@@ -34,11 +38,16 @@ struct Half {
 };
 
 // Runs `body` once per thread of each block of a grid of `blocks` blocks of `threads`
-// threads (a multiple of 32), blocks one after another, each with `smem_bytes` of zeroed
-// shared memory. Throws std::runtime_error naming the block and the problem on a deadlock
-// (a barrier some threads never reach) or an error raised in a thread.
+// threads (a multiple of 32), blocks one after another, each with `smem_bytes` of shared
+// memory filled with 0xFF bytes. Throws std::runtime_error naming the block and the problem
+// on a deadlock (a barrier some threads never reach), a shared-memory hazard, or an error
+// raised in a thread.
 void launch(long long blocks, int threads, std::size_t smem_bytes,
             const std::function<void(unsigned char* smem)>& body);
+
+// The seed of the cp.async delivery draws of every later launch (default 1): the same seed,
+// the same run.
+void set_seed(std::uint64_t seed);
 
 // What the kernels call (through simt.hpp), valid inside launch() only. In a namespace of
 // their own: argument-dependent lookup on Bf16 / Half must not find them next to simt.hpp's.
