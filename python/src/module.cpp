@@ -254,7 +254,8 @@ std::string now_iso8601() {
 // Runs `backend` (a Python function) on every case of `cases` (Case objects) through the
 // suite's job runner, in this process; progress(done, total, record json) after each.
 RunSummary run_python(PythonBackend& backend, const nb::list& cases, int threads,
-                      const std::string& tier, std::uint64_t seed, const nb::object& progress) {
+                      const std::string& tier, std::uint64_t seed, const nb::object& progress,
+                      const Expectations& expected = {}) {
   const std::string name(backend.name());
   const Device device = default_device();
   RunnerOptions ro;
@@ -277,6 +278,7 @@ RunSummary run_python(PythonBackend& backend, const nb::list& cases, int threads
     CaseRecord r = run_job(job, ro);
     r.repro = "sdpa_cts.check(" + name + ", ids=[\"" + c.id + "\"]" +
               (c.golden.empty() ? "" : ", golden=[\"" + c.golden + "\"]") + ")";
+    apply_expectations(expected, r);  // before progress: a listed failure shows as XFAIL
     summary.records.push_back(std::move(r));
     ++done;
     if (!progress.is_none()) progress(done, total, reports::jsonl_line(summary.records.back()));
@@ -298,9 +300,8 @@ std::vector<std::string> run_cases(nb::object fn, nb::object grad_fn, const std:
   const Expectations expected =
       expect_file.empty() ? Expectations{} : load_expectations(expect_file);
   PythonBackend backend(name, fn, grad_fn, contract);
-  RunSummary summary = run_python(backend, cases, threads, tier, seed, progress);
+  RunSummary summary = run_python(backend, cases, threads, tier, seed, progress, expected);
   summary.expectations = expected.file;
-  for (CaseRecord& r : summary.records) apply_expectations(expected, r);
   if (!report_dir.empty()) reports::write_reports(summary, report_dir);
   std::vector<std::string> lines;
   for (const CaseRecord& r : summary.records) lines.push_back(reports::jsonl_line(r));

@@ -91,7 +91,7 @@ def test_check_catches_a_wrong_scale():
     assert all("sdpa_cts.check(wrong_scale, ids=[" in v.repro for v in s.failures)
 
 
-def test_known_failures_are_xfail_and_a_listed_pass_is_reported(tmp_path):
+def test_known_failures_are_xfail_and_a_listed_pass_is_reported(tmp_path, capsys):
     # A wrong scale fails every case; the file lists the f32 ones (by glob) and one case that a
     # correct function passes.
     expect = tmp_path / "known.expect"
@@ -103,7 +103,11 @@ def test_known_failures_are_xfail_and_a_listed_pass_is_reported(tmp_path):
         return numpy_sdpa(case, scale_factor=1.01)
 
     s = sdpa_cts.check(wrong_scale, ids=PLAIN_IDS, contract=PLAIN, expect=str(expect),
-                       report=str(tmp_path / "r"), progress=False)
+                       report=str(tmp_path / "r"))
+    printed = capsys.readouterr().err  # progress prints failures as they happen, not XFAIL
+    ids = [c.id for c in sdpa_cts.cases(ids=PLAIN_IDS)]
+    assert all(f"FAIL {c}" not in printed for c in ids if ".f32." in c), printed
+    assert all(f"FAIL {c}" in printed for c in ids if ".f32." not in c), printed
     f32 = [c.id for c in sdpa_cts.cases(ids=PLAIN_IDS) if ".f32." in c.id]
     assert s.counts.get("XFAIL", 0) == len(f32), s
     assert {v.case_id for v in s.verdicts if v.status == "XFAIL"} == set(f32)
