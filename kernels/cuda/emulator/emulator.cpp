@@ -24,6 +24,7 @@
 #endif
 #if defined(SDPA_CTS_ASAN_FIBERS)
 extern "C" {
+void __asan_unpoison_memory_region(void const volatile* addr, std::size_t size);
 void __sanitizer_start_switch_fiber(void** fake_stack_save, const void* bottom, std::size_t size);
 void __sanitizer_finish_switch_fiber(void* fake_stack_save, const void** bottom_old,
                                      std::size_t* size_old);
@@ -341,6 +342,12 @@ void run_block(Block& b, long long blk) {
     f.groups.clear();
     f.open.clear();
 #if defined(__x86_64__)
+#if defined(SDPA_CTS_ASAN_FIBERS)
+    // A finished fiber's frames were never returned from: their redzones are still poisoned
+    // in AddressSanitizer's shadow (swapcontext's interceptor clears a new stack; this switch
+    // has none), so the stack is unpoisoned before it is laid out again.
+    __asan_unpoison_memory_region(f.stack.data(), f.stack.size());
+#endif
     f.context.sp = initial_stack(f.stack.data(), f.stack.size(), entry);
 #else
     getcontext(&f.context.uc);
