@@ -32,5 +32,6 @@ Command add_report_merge_command(CLI::App& parent);   // report merge: a sharded
 Command add_fuzz_command(CLI::App& parent);           // fuzz: search a backend, shrink
 Command add_shrink_command(CLI::App& parent);         // shrink: one failing case
 Command add_pairs_command(CLI::App& parent);          // pairs: pairwise coverage of runs
+Command add_probe_command(CLI::App& parent);          // probe: GPU fragments vs the emulator
 
 }  // namespace sdpa::cli

@@ -47,6 +47,7 @@ constexpr Entry kCommands[] = {
     {nullptr, add_fuzz_command},
     {nullptr, add_shrink_command},
     {nullptr, add_pairs_command},
+    {nullptr, add_probe_command},
 };
 
 CLI::App& parent_of(CLI::App& app, const char* group) {

@@ -44,6 +44,21 @@ struct CpuFeatures {
 // Targets a CPU with these features can run, lowest first (always starts with scalar).
 std::vector<IsaTarget> available_isa_targets(const CpuFeatures& cpu);
 
+// How mma.sync sums its f16 / bf16 products into the f32 accumulator, as the host emulator
+// computes it (docs/KERNELS.md, "Tensor-core rounding"). `block` = 0 is an ideal tensor core:
+// the 16 products exactly, one rounding to nearest. Otherwise the published bit-accurate model
+// of an architecture's tensor cores: the products are taken `block` at a time, in k order,
+// together with the accumulator; every term of a block is aligned to the block's largest
+// exponent and truncated `extra_bits` bits below the f32 significand, and the exact sum of
+// the truncated terms is truncated (rounded toward zero) to f32.
+struct MmaRounding {
+  int block = 0;       // products per block FMA; 0 = the ideal tensor core
+  int extra_bits = 0;  // alignment bits kept below the f32 significand
+  std::string basis;   // the measurement the figures come from ("" for the ideal one)
+};
+// The measured model of the tensor cores of compute capability `sm` (f16 / bf16 inputs, f32
+// accumulator), or nullopt where none is published.
+std::optional<MmaRounding> measured_mma_rounding(int sm);
 // Properties of a CUDA device that backend rules depend on.
 struct CudaProperties {
   int sm = 0;                      // compute capability * 10 + minor, e.g. 80, 86, 90, 121
@@ -59,6 +74,8 @@ struct CudaProperties {
   std::size_t smem_per_block = 0;  // bytes of shared memory one block may use (the opt-in
                                    // maximum, cudaDevAttrMaxSharedMemoryPerBlockOptin)
   int regs_per_sm = 0;             // 32-bit registers of one multiprocessor
+  MmaRounding mma;                 // how the emulator's mma.sync rounds (option mma=, emulated
+                                   // GPUs only: a GPU rounds as its hardware does)
 };
 
 // The launch limits of a compute capability that kernels are checked against: CUDA's
@@ -110,7 +127,8 @@ const std::vector<std::string>& simulated_device_names();
 //   or any smN with 30 <= N <= 199 (a generic GPU of that compute capability)
 // optionally followed by ":key=value" overrides, separated by ':':
 //   GPUs: cudnn=MAJOR.MINOR.PATCH (or "none"), cuda=MAJOR.MINOR, sms=N, cudnn_nested=0|1,
-//         smem=KIB (shared memory per block), emulate=0|1
+//         smem=KIB (shared memory per block), emulate=0|1, mma=ideal|measured (how the
+//         emulator's mma.sync rounds: measured_mma_rounding; needs emulate=1)
 //   CPUs: cores=N, isa=scalar|avx2|avx512|avx512bf16 (a target the CPU has)
 // Example: "sm90:cudnn=9.12.0:sms=66". The error names the device and the part at fault.
 std::variant<Device, std::string> parse_device(std::string_view text);

@@ -35,9 +35,24 @@ PrecisionContract parse_contract(std::string_view text) {
         throw bad("expected a non-negative integer");
       }
       c.key_block = n;
+    } else if (key == "mma") {
+      // B/E: tensor-core block FMAs of B products with E extra alignment bits
+      const auto slash = value.find('/');
+      int b = 0, e = -1;
+      const bool ok =
+          slash != std::string_view::npos &&
+          std::from_chars(value.data(), value.data() + slash, b).ptr == value.data() + slash &&
+          std::from_chars(value.data() + slash + 1, value.data() + value.size(), e).ptr ==
+              value.data() + value.size() &&
+          slash > 0 && slash + 1 < value.size();
+      if (!ok || b < 0 || b > 64 || e < 0 || e > 24) {
+        throw bad("expected BLOCK/EXTRA_BITS (0 to 64 products, 0 to 24 bits), e.g. 8/1");
+      }
+      c.mma_block = b;
+      c.mma_extra_bits = e;
     } else {
       throw std::invalid_argument("--contract '" + std::string(text) + "': unknown key '" + key +
-                                  "' (known: acc, p, online, block)");
+                                  "' (known: acc, p, online, block, mma)");
     }
   }
   if (!p_given) c.p_type = c.accumulate;
@@ -47,7 +62,10 @@ PrecisionContract parse_contract(std::string_view text) {
 std::string format_contract(const PrecisionContract& c) {
   return "acc=" + std::string(dtype_name(c.accumulate)) +
          ",p=" + std::string(dtype_name(c.p_type)) + ",online=" + (c.online_softmax ? "1" : "0") +
-         ",block=" + std::to_string(c.key_block);
+         ",block=" + std::to_string(c.key_block) +
+         (c.mma_block > 0
+              ? ",mma=" + std::to_string(c.mma_block) + "/" + std::to_string(c.mma_extra_bits)
+              : std::string());
 }
 
 RecordedResults::RecordedResults(std::string name, const GoldenCase& results,

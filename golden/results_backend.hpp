@@ -21,6 +21,8 @@ namespace sdpa::golden {
 //   p=f64|f32|f16|bf16      type P is rounded to before P V (default: acc)
 //   online=0|1              online softmax over key blocks (default 0)
 //   block=N                 keys per block of the online softmax (default 0)
+//   mma=B/E                 tensor-core accumulation: block FMAs of B products keeping E extra
+//                           alignment bits, truncated (default none; docs/CONFORMANCE.md)
 // e.g. "acc=f32,p=bf16,online=1,block=64". Throws std::invalid_argument naming the key.
 PrecisionContract parse_contract(std::string_view text);
 std::string format_contract(const PrecisionContract& c);

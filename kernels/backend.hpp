@@ -58,6 +58,12 @@ struct PrecisionContract {
                                       // both to the input type)
   bool dkv_rounded_per_head = false;  // dK, dV of each query head rounded to the input type
                                       // before the sum over the GQA group (FlashAttention-2)
+  // Tensor-core accumulation (docs/CONFORMANCE.md, "Tensor-core accumulation"): the QK^T and
+  // PV sums run through block FMAs of `mma_block` products that align every term to the
+  // block's largest exponent, keep `mma_extra_bits` bits below the accumulator's significand
+  // and truncate the result, as NVIDIA's tensor cores do. 0 = sums rounded to nearest.
+  int mma_block = 0;
+  int mma_extra_bits = 0;
 };
 
 // Where a backend's run() expects its buffers. The judge allocates and guards buffers in

@@ -49,6 +49,10 @@ nlohmann::ordered_json backend_json(const Backend& b) {
     j["p_type"] = std::string(dtype_name(p.p_type));
     j["online_softmax"] = p.online_softmax;
     j["key_block"] = p.key_block;
+    if (p.mma_block > 0) {
+      j["mma_block"] = p.mma_block;
+      j["mma_extra_bits"] = p.mma_extra_bits;
+    }
     if (c.backward) {
       j["ds_type"] = std::string(dtype_name(p.ds_type));
       j["dkv_rounded_per_head"] = p.dkv_rounded_per_head;

@@ -30,7 +30,7 @@ for step in $steps; do
       "$cts" run --tier pairs --simd all --threads 1 --jobs 2 --report "$reports/report-pairs" ;;
     emulated)
       echo "== the fused CUDA kernels' code on the host emulator (docs/KERNELS.md, \"The emulator\"): the ci tier"
-      "$cts" run --device sm80:emulate=1 --backend cuda.flash --backend cuda.mem_efficient \
+      "$cts" run --device sm80:emulate=1:mma=measured --backend cuda.flash --backend cuda.mem_efficient \
         --tier ci --jobs 2 --report "$reports/report-ci-emulated-sm80" ;;
     *) echo "gate.sh: unknown step '$step' in GATE_STEPS (known: ci pairs emulated)" >&2; exit 2 ;;
   esac

@@ -1,22 +1,31 @@
 #!/usr/bin/env bash
-# The GPU check (docs/KERNELS.md, "CUDA"), prepared for a short window on a GPU machine:
-# builds for the GPU present, describes it, runs the smoke and ci tiers on the cuda.*
-# backends that have kernels with --device cuda, times the GPU shapes of docs/PERFORMANCE.md
-# with `sdpa-cts bench`, and PyTorch's SDPA backends (flash, efficient, cuDNN) on the same
-# shapes in the same run when torch is importable. Everything goes to one folder; a summary
-# is printed. Meant to finish within 8 minutes on an H200; run it with a timeout that leaves
-# room for a rerun.
+# The GPU check (docs/KERNELS.md, "The GPU check"), prepared for a short window on a GPU
+# machine, the first checks a GPU should get, in this order:
+#   1. build for the GPU present and describe it;
+#   2. the fragment probe (`sdpa-cts probe --device cuda`): one warp's ldmatrix,
+#      ldmatrix.trans and mma.sync (f16, bf16) on exact small integers, every lane's registers
+#      against the emulator's bit for bit, and which tensor-core rounding model the GPU follows;
+#   3. compute-sanitizer's memcheck, racecheck, synccheck and initcheck on a few small cases of
+#      each fused kernel;
+#   4. the tiers on the cuda.* backends with --device cuda, the ci tier twice (same output
+#      bytes?), and the ci tier of the fused kernels on the host emulator with the GPU's
+#      measured mma rounding, case by case beside the GPU's (scripts/gpu_side_by_side.py);
+#   5. the benchmarks of docs/PERFORMANCE.md's GPU shapes with `sdpa-cts bench`, beside
+#      PyTorch's SDPA backends (flash, efficient, cuDNN) in the same run when torch is
+#      importable.
+# Everything goes to one folder (commit it as the evidence); a summary is printed. Meant to
+# finish within 8 minutes on an H200; run it with a timeout that leaves room for a rerun.
 #
-#   scripts/gpu-check.sh [--out DIR] [--build DIR] [--prebuilt] [--sanitize] [--backends B,...]
-#                        [--jobs N] [--quick]
+#   scripts/gpu-check.sh [--out DIR] [--build DIR] [--prebuilt] [--no-sanitize]
+#                        [--backends B,...] [--jobs N] [--quick]
 #
-# --quick: the smoke tier only, and the 4k shapes. Exit code: 0 when every tier run passed.
+# --quick: the probe, the smoke tier only, and the 4k shapes. Exit code: 0 when the probe
+# matched, the sanitizers found nothing and every tier run passed with no GPU-only failure or
+# changed bytes.
 # --prebuilt: use the sdpa-cts already built in --build DIR (for a GPU machine that lacks the
 # build's Debian packages: build here with scripts/gpu-prebuild.sh, carry DIR). Libraries the
 # binary cannot find are looked up in DIR/runtime-libs, then in the CUDA toolkit and the
 # Python environment's NVIDIA wheels (cuBLAS).
-# --sanitize: after the tiers, compute-sanitizer's memcheck, racecheck, synccheck and initcheck
-# on a few small cases of each kernel (60 s each at most).
 set -uo pipefail
 out=${OUT:-gpu-check}
 build=build/gpu
@@ -24,7 +33,7 @@ backends=cuda.flash,cuda.mem_efficient,cuda.math
 jobs=8
 quick=0
 prebuilt=0
-sanitize=0
+sanitize=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
@@ -33,8 +42,9 @@ while [ $# -gt 0 ]; do
     --jobs) jobs=$2; shift 2 ;;
     --quick) quick=1; shift ;;
     --prebuilt) prebuilt=1; shift ;;
+    --no-sanitize) sanitize=0; shift ;;
     --sanitize) sanitize=1; shift ;;
-    *) echo "usage: $0 [--out DIR] [--build DIR] [--prebuilt] [--sanitize] [--backends B,...] [--jobs N] [--quick]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--out DIR] [--build DIR] [--prebuilt] [--no-sanitize] [--backends B,...] [--jobs N] [--quick]" >&2; exit 2 ;;
   esac
 done
 mkdir -p "$out"
@@ -89,19 +99,11 @@ say "== device"
 "$cli" explain --device cuda --case b1.hq32.l1.s8192.dqk128.bf16 2>&1 | tee "$out/device.txt" | head -n 3 | tee -a "$summary"
 
 status=0
-backend_flags=()
-IFS=, read -r -a names <<<"$backends"
-for b in "${names[@]}"; do backend_flags+=(--backend "$b"); done
-tiers=(smoke ci)
-if [ "$quick" = 1 ]; then tiers=(smoke); fi
-for tier in "${tiers[@]}"; do
-  say "== $tier tier on ${backends} (--device cuda), at $(elapsed) s"
-  if ! "$cli" run --device cuda "${backend_flags[@]}" --tier "$tier" --jobs "$jobs" --timeout 120 \
-        --report "$out/report-$tier" > "$out/run-$tier.log" 2>&1; then
-    status=1
-  fi
-  tail -n 3 "$out/run-$tier.log" | tee -a "$summary"
-done
+say "== fragment probe: ldmatrix and mma.sync on the GPU against the emulator, at $(elapsed) s"
+if ! "$cli" probe --device cuda --json "$out/probe.json" > "$out/probe.txt" 2>&1; then
+  status=1
+fi
+tee -a "$summary" < "$out/probe.txt"
 
 if [ "$sanitize" = 1 ]; then
   say "== compute-sanitizer on small cases, at $(elapsed) s"
@@ -119,13 +121,43 @@ if [ "$sanitize" = 1 ]; then
   for tool in memcheck racecheck synccheck initcheck; do
     for b in cuda.flash cuda.mem_efficient; do
       log=$out/sanitize-$tool-$b.log
-      timeout 60 "${sanitizer:-compute-sanitizer}" --tool "$tool" --target-processes all --error-exitcode 99 \
+      timeout 45 "${sanitizer:-compute-sanitizer}" --tool "$tool" --target-processes all --error-exitcode 99 \
         "$cli" run --device cuda --backend "$b" "${case_flags[@]}" --jobs 1 --no-report > "$log" 2>&1
       rc=$?
       [ "$rc" = 0 ] || status=1
       say "$tool $b: rc $rc, $(grep -E -m1 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" || echo 'no summary')"
     done
   done
+fi
+
+backend_flags=()
+IFS=, read -r -a names <<<"$backends"
+for b in "${names[@]}"; do backend_flags+=(--backend "$b"); done
+tiers=(smoke ci ci-again)
+if [ "$quick" = 1 ]; then tiers=(smoke); fi
+for tier in "${tiers[@]}"; do
+  say "== ${tier} tier on ${backends} (--device cuda), at $(elapsed) s"
+  if ! "$cli" run --device cuda "${backend_flags[@]}" --tier "${tier%-again}" --jobs "$jobs" \
+        --timeout 120 --report "$out/report-$tier" > "$out/run-$tier.log" 2>&1; then
+    status=1
+  fi
+  tail -n 3 "$out/run-$tier.log" | tee -a "$summary"
+done
+if [ "$quick" = 0 ]; then
+  # The same tier on the emulator, with the GPU's measured tensor-core rounding when one is
+  # published for its compute capability (else the ideal one), then case by case.
+  sm=$(sed -n 's/.*CUDA sm\([0-9]*\).*/\1/p' "$out/device.txt" | head -n 1)
+  emu="sm${sm}:emulate=1"
+  "$cli" probe --device "$emu:mma=measured" > /dev/null 2>&1 && emu="$emu:mma=measured"
+  say "== ci tier of the fused kernels on the emulator ($emu), at $(elapsed) s"
+  "$cli" run --device "$emu" --backend cuda.flash --backend cuda.mem_efficient --tier ci \
+    --jobs "$(nproc)" --report "$out/report-ci-emulated" > "$out/run-ci-emulated.log" 2>&1
+  tail -n 2 "$out/run-ci-emulated.log" | tee -a "$summary"
+  if ! python3 scripts/gpu_side_by_side.py "$out/report-ci" "$out/report-ci-again" \
+        "$out/report-ci-emulated" "$out/side-by-side" >> "$summary"; then
+    status=1
+  fi
+  cat "$out/side-by-side.md"
 fi
 
 say "== bench (docs/PERFORMANCE.md's GPU shapes), at $(elapsed) s"

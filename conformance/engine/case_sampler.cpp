@@ -330,6 +330,9 @@ std::int64_t problem_work(const Problem& p) {
                  std::max(p.head_dim_qk, p.head_dim_v));
 }
 
+// The generators the sampler (and through it the fuzzer's decoder) draws from. v_positive
+// is left to the tiers: a generator added here changes every seeded sample, the sampled part
+// of certification profiles and the fuzz corpora's cases with it.
 std::vector<std::string> sampler_generators(const Problem& p, const SamplerOptions& options) {
   std::vector<std::string> g = {"normal", "uniform", "int", "sparse"};
   if (!options.adversarial_data) return g;

@@ -29,25 +29,21 @@ enum class Kind {
   nan_beyond,       // NaN in every input element beyond the valid lengths
   denormals,        // |V| in [1/2, 3/4) of the smallest normal, random signs; small Q and K
   nan_q,            // normal, and one element of Q NaN, in a row that attends a key
+  v_positive,       // normal Q and K, V in [1, 2): sums over keys without cancellation
 };
 
 struct Generator {
   const char* name;
   Kind kind;
 };
-constexpr Generator kGenerators[] = {{"normal", Kind::normal},
-                                     {"uniform", Kind::uniform},
-                                     {"int", Kind::integer},
-                                     {"sparse", Kind::sparse},
-                                     {"zeros", Kind::zeros},
-                                     {"large_logits", Kind::large_logits},
-                                     {"logits_88", Kind::logits_88},
-                                     {"negative_logits", Kind::negative_logits},
-                                     {"v_near_max", Kind::v_near_max},
-                                     {"neg_inf_blocks", Kind::neg_inf_blocks},
-                                     {"nan_beyond", Kind::nan_beyond},
-                                     {"denormals", Kind::denormals},
-                                     {"nan_q", Kind::nan_q}};
+constexpr Generator kGenerators[] = {
+    {"normal", Kind::normal},         {"uniform", Kind::uniform},
+    {"int", Kind::integer},           {"sparse", Kind::sparse},
+    {"zeros", Kind::zeros},           {"large_logits", Kind::large_logits},
+    {"logits_88", Kind::logits_88},   {"negative_logits", Kind::negative_logits},
+    {"v_near_max", Kind::v_near_max}, {"neg_inf_blocks", Kind::neg_inf_blocks},
+    {"nan_beyond", Kind::nan_beyond}, {"denormals", Kind::denormals},
+    {"nan_q", Kind::nan_q},           {"v_positive", Kind::v_positive}};
 
 const Generator* find_generator(const std::string& name) {
   for (const auto& g : kGenerators) {
@@ -177,6 +173,8 @@ double element_value(const Params& prm, TensorId t, std::uint64_t linear, std::u
     case Kind::denormals:  // |V| in [1/2, 3/4) of the smallest normal; small logits
       if (t != TensorId::v) return 0x1p-6 * approx_normal(w);
       return ((w2[0] & 1u) ? -1.0 : 1.0) * prm.v_amp * (0.5 + 0.25 * uniform53(w));
+    case Kind::v_positive:  // every product P_j V_j of a row has the same sign
+      return t == TensorId::v ? 1.0 + uniform53(w) : approx_normal(w);
     default:
       return plain_value(prm.kind, w, w2);
   }

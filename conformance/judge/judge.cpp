@@ -1,6 +1,8 @@
 #include "conformance/judge/judge.hpp"
 
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -20,6 +22,21 @@ CaseOutcome verdict(Status status, std::string message) {
   out.status = status;
   out.message = std::move(message);
   return out;
+}
+
+// FNV-1a over the output regions' bytes (CaseOutcome::output_digest).
+std::string output_digest(const OutputBuffers& outputs) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (const GuardedBuffer* b : {&outputs.o, &outputs.lse, &outputs.weights}) {
+    const unsigned char* bytes = b->region();
+    for (std::size_t i = 0; i < b->region_size(); ++i) {
+      h ^= bytes[i];
+      h *= 1099511628211ull;
+    }
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
+  return text;
 }
 
 std::string num(double x) {
@@ -116,6 +133,7 @@ CaseOutcome judge(const Backend& backend, const Problem& p, InputBuffers& in, co
   }
   if (auto v = in.check_unchanged()) return verdict(Status::fail, v.message);
   if (auto v = outputs.check(p)) return verdict(Status::fail, v.message);
+  const std::string digest = output_digest(outputs);
 
   const reference::Result ref = reference::run_sdpa(p, in.pointers());
   const std::vector<double>& want_o = expected ? *expected->o : ref.o;
@@ -125,6 +143,7 @@ CaseOutcome judge(const Backend& backend, const Problem& p, InputBuffers& in, co
   const std::int64_t B = p.batch, H = p.heads_q, L = p.len_q, S = p.len_kv, Dv = p.head_dim_v;
 
   CaseOutcome out;
+  out.output_digest = digest;
   Worst worst{out};
   double err_sq = 0, ref_sq = 0;  // NMSE sums
   const auto cuq = cu_seqlens_q(p);
@@ -309,6 +328,7 @@ void set_outcome(CaseRecord& r, const CaseOutcome& o) {
   r.worst_where = o.worst_where;
   r.tensor_ratios = o.tensor_ratios;
   r.nondeterministic_backward = o.nondeterministic_backward;
+  r.output_digest = o.output_digest;
 }
 
 }  // namespace sdpa::conformance

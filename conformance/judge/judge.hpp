@@ -32,6 +32,10 @@ struct CaseOutcome {
   // For a backward case of a backend that does not declare determinism: its gradients' bytes
   // differed between two thread counts (a backend that declares it FAILs instead).
   bool nondeterministic_backward = false;
+  // "fnv1a64:" and 16 hex digits of the forward's output bytes as the backend wrote them (O,
+  // then the LSE and the weights when asked for, each with its gaps and margins): the same for
+  // two runs of a deterministic backend on the same inputs. "" when nothing ran to the check.
+  std::string output_digest;
 };
 
 // Expected values other than the reference's: a golden file's ([B, Hq, L, Dv] O, [B, Hq, L]

@@ -1,5 +1,6 @@
 #include "conformance/judge/tolerance.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace sdpa::conformance {
@@ -18,6 +19,12 @@ double subnormal_spacing(DType t) {
   return 0;
 }
 
+double tensor_core_growth(const PrecisionContract& c, std::int64_t n) {
+  if (c.mma_block <= 0) return 0;
+  const double blocks = std::ceil(double(std::max<std::int64_t>(n, 1)) / c.mma_block);
+  return blocks * (2.0 + (c.mma_block + 1) * std::ldexp(1.0, 1 - c.mma_extra_bits));
+}
+
 ToleranceFactors tolerance_factors(const Problem& p, const PrecisionContract& c, std::int64_t s_b,
                                    const ToleranceTable& table) {
   ToleranceFactors f;
@@ -26,8 +33,14 @@ ToleranceFactors tolerance_factors(const Problem& p, const PrecisionContract& c,
   f.u_acc = dtype_unit_roundoff(c.accumulate);
   const double rescales =
       c.online_softmax && c.key_block > 0 ? std::ceil(double(s_b) / double(c.key_block)) : 0.0;
-  f.k_s = table.safety * std::sqrt(std::max<double>(double(s_b), 1.0));
-  f.k_e = table.safety * std::sqrt(std::max<double>(double(p.head_dim_qk), 1.0));
+  f.k_l = table.safety * std::sqrt(std::max<double>(double(s_b), 1.0));
+  // Sums rounded to nearest grow like sqrt(n) (probabilistically, times the safety factor).
+  // Tensor cores truncate: their errors lean one way and grow like n; the bound takes the
+  // worst case of the declared block FMAs (docs/CONFORMANCE.md, "Tensor-core accumulation";
+  // table 2026-12-8).
+  f.k_s = std::max(f.k_l, tensor_core_growth(c, s_b));
+  f.k_e = std::max(table.safety * std::sqrt(std::max<double>(double(p.head_dim_qk), 1.0)),
+                   tensor_core_growth(c, p.head_dim_qk));
   f.k_x = table.safety * (2.0 + rescales);
   // One subnormal spacing of the output, plus one of the accumulator per key: each product
   // P_j V_j that lands below the smallest normal is rounded to that spacing (table 2026-12-2;
@@ -59,7 +72,7 @@ double output_tolerance(const ToleranceFactors& f, const reference::Result& r, s
 
 double lse_tolerance(const ToleranceFactors& f, const reference::Result& r, std::int64_t row) {
   const auto x = static_cast<std::size_t>(row);
-  return std::ldexp(std::fabs(r.lse[x]), -24) + f.k_s * f.u_acc + f.k_x * f.u_acc * r.lse_mag_c[x] +
+  return std::ldexp(std::fabs(r.lse[x]), -24) + f.k_l * f.u_acc + f.k_x * f.u_acc * r.lse_mag_c[x] +
          f.k_e * f.u_acc * r.lse_mag_g[x];
 }
 

@@ -5,13 +5,16 @@
 //            + u_sub U_id + floor
 //
 // with k_S = safety * sqrt(S_b) (accumulation over keys), k_E = safety * sqrt(Dqk)
-// (dot products), k_x = safety * (2 + rescales) (logit rounding, exp, and one rounding per
+// (dot products), each at least tensor_core_growth(n) when the contract declares tensor-core
+// accumulation, k_x = safety * (2 + rescales) (logit rounding, exp, and one rounding per
 // online-softmax rescale), u_sub = half the subnormal spacing of P's types times U (the
 // reference's mag_u: |V| summed over keys whose weight may underflow) and floor = the
 // output type's subnormal spacing plus (S_b + 1) of the accumulator's (rounding of results
 // in the subnormal range is absolute, not relative). The LSE bound:
 //
-//   tol_lse = 2^-24 |LSE| + k_S u_acc + k_x u_acc lse_mag_c + k_E u_acc lse_mag_g.
+//   tol_lse = 2^-24 |LSE| + k_L u_acc + k_x u_acc lse_mag_c + k_E u_acc lse_mag_g
+//
+// with k_L = safety * sqrt(S_b) (the row sum's accumulation, never a tensor core's).
 //
 // The factors are data (ToleranceTable) with a version, so a report can say which table
 // judged it.
@@ -30,7 +33,7 @@ namespace sdpa::conformance {
 // with its reason in docs/CONFORMANCE.md ("Versions of the table"); the version is in every
 // report and bundle.
 struct ToleranceTable {
-  std::string version = "2026-12-7";  // bump when any constant below changes
+  std::string version = "2026-12-8";  // bump when any constant below changes
   double safety = 4.0;                // multiplies the probabilistic growth factors
 
   // Attention weights P = exp(s - LSE): tol = u_out (weights_p_growth + P) P
@@ -61,9 +64,18 @@ double subnormal_spacing(DType t);
 struct ToleranceFactors {
   double u_out = 0, u_p = 0, u_acc = 0;  // unit roundoffs
   double k_s = 0, k_e = 0, k_x = 0;      // growth factors
+  double k_l = 0;                        // growth of the LSE's row sum
   double u_sub = 0;                      // absolute error of an underflowing P, per |V|
   double floor = 0;                      // absolute floor
 };
+
+// The worst-case error of a sum of n products through the contract's tensor-core block FMAs,
+// in units of u_acc times the sum of the products' magnitudes: per block, each of its
+// mma_block products and the accumulator truncated up to 2^-(23 + extra bits) of the largest
+// term, and the result truncated up to 2^-23 of itself:
+//   ceil(n / mma_block) * (2 + (mma_block + 1) * 2^(1 - mma_extra_bits)).
+// 0 when the contract declares none.
+double tensor_core_growth(const PrecisionContract& c, std::int64_t n);
 
 ToleranceFactors tolerance_factors(const Problem& p, const PrecisionContract& c, std::int64_t s_b,
                                    const ToleranceTable& table = {});

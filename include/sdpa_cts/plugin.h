@@ -53,6 +53,9 @@
  * appended to sdpa_cts_backend, ds_type and dkv_rounded_per_head appended to
  * sdpa_cts_precision, and a meaning for the backward fields of sdpa_cts_params (d_o, d_q,
  * d_k, d_v and their strides). A plugin built against 2.0 loads unchanged and has no backward.
+ * Version 2.2 appends mma_block and mma_extra_bits to sdpa_cts_precision: tensor-core
+ * accumulation (docs/CONFORMANCE.md). A plugin of 2.0 or 2.1 leaves them 0 (sums rounded to
+ * nearest), as before.
  *
  * Conventions. Strides and offsets are in elements; layouts follow docs/SEMANTICS.md
  * ([B, H, rows, D] index order). Integers are int64_t, flags int32_t (0 = false). Strings
@@ -73,7 +76,7 @@ extern "C" {
 #endif
 
 #define SDPA_CTS_PLUGIN_ABI_MAJOR 2
-#define SDPA_CTS_PLUGIN_ABI_MINOR 1
+#define SDPA_CTS_PLUGIN_ABI_MINOR 2
 
 /* Device kinds and memory spaces. */
 enum { SDPA_CTS_DEVICE_CPU = 0, SDPA_CTS_DEVICE_CUDA = 1 };
@@ -176,6 +179,13 @@ typedef struct sdpa_cts_precision {
                                    gradient products (the accumulate type: not rounded) */
   int32_t dkv_rounded_per_head; /* 1: dK, dV of each query head rounded to the input type
                                    before the sum over a GQA group */
+  /* (2.2) Tensor-core accumulation (docs/CONFORMANCE.md, "Tensor-core accumulation"): the
+   * QK^T and PV sums run through block FMAs of mma_block products (1 to 64) that keep
+   * mma_extra_bits alignment bits (0 to 24) below the accumulator's significand and truncate,
+   * as NVIDIA's tensor cores do (A100: 8 and 1; H100: 16 and 2). 0 = sums rounded to nearest.
+   * Write them only when struct_size covers them (a host of 2.1 does not have them). */
+  int32_t mma_block;
+  int32_t mma_extra_bits;
 } sdpa_cts_precision;
 
 /* supports() calls this once per reason it declines: one full sentence naming the value at

@@ -97,6 +97,13 @@ PrecisionContract fused_precision(DType dtype, std::int64_t key_block) {
   c.p_type = (dtype == DType::f16 || dtype == DType::bf16) ? dtype : c.accumulate;
   c.online_softmax = true;
   c.key_block = key_block;
+  if (dtype == DType::f16 || dtype == DType::bf16) {
+    // mma.sync on tensor cores: the worst published model of the architectures these kernels
+    // run on, A100's and Ada's (blocks of 8 products, 1 extra alignment bit, truncation;
+    // H100's is 16 and 2). docs/CONFORMANCE.md, "Tensor-core accumulation".
+    c.mma_block = 8;
+    c.mma_extra_bits = 1;
+  }
   return c;
 }
 

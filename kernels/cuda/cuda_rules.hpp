@@ -37,7 +37,8 @@ void check_packed_nonempty(const Problem& p, Support& s);
 [[noreturn]] void no_kernels(std::string_view backend, bool model_only);
 
 // Precision contract shared by the fused kernels: accumulate in f32 (f64 for f64), P
-// rounded to the input type before PV, online softmax over key blocks of `key_block`.
+// rounded to the input type before PV, online softmax over key blocks of `key_block`, and for
+// f16 / bf16 the sums on tensor cores (mma_block, mma_extra_bits).
 PrecisionContract fused_precision(DType dtype, std::int64_t key_block);
 
 }  // namespace sdpa::cuda::detail

@@ -81,7 +81,7 @@ class Flash final : public detail::DescriptorBackend {
            const RunOptions&) const override {
     const LoweredProblem lowered(p, buf);
     if (device.cuda.emulated) {
-      emu::EmuRuntime rt(device.cuda.smem_per_block);
+      emu::EmuRuntime rt(device.cuda.smem_per_block, device.cuda.mma);
       return detail::flash::run_lowered(lowered.params(), detail::launch_device(device), rt);
     }
 #ifdef SDPA_CTS_HAVE_CUDA

@@ -110,7 +110,7 @@ class MemEfficient final : public detail::DescriptorBackend {
            const RunOptions&) const override {
     const LoweredProblem lowered(p, buf);
     if (device.cuda.emulated) {
-      emu::EmuRuntime rt(device.cuda.smem_per_block);
+      emu::EmuRuntime rt(device.cuda.smem_per_block, device.cuda.mma);
       return detail::mem_efficient::run_lowered(lowered.params(), rt);
     }
 #ifdef SDPA_CTS_HAVE_CUDA

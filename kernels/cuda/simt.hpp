@@ -20,6 +20,7 @@
 #define SDPA_CTS_KERNEL_FN __device__ inline
 #else
 #include <cmath>
+#include <cstring>
 
 #include "kernels/cuda/emulator/emulator.hpp"
 #define SDPA_CTS_KERNEL_FN inline
@@ -142,6 +143,17 @@ SDPA_CTS_KERNEL_FN float nan_max(float a, float b) { return (a > b || a != a) ? 
 inline constexpr float kLog2e = 1.4426950408889634f;  // log2(e), rounded to f32
 inline constexpr float kLn2 = 0.6931471805599453f;    // ln(2), rounded to f32
 inline constexpr float kInf = __builtin_huge_valf();  // +inf
+
+// The bits of an f32 (the fragment probe compares registers bit for bit).
+SDPA_CTS_KERNEL_FN unsigned float_bits(float x) {
+#if defined(__CUDACC__)
+  return __float_as_uint(x);
+#else
+  unsigned u;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+#endif
+}
 
 // ---------------------------------------------------------------- element conversions
 

@@ -80,6 +80,16 @@ class PluginBackend final : public Backend {
     out.key_block = c.key_block;
     out.ds_type = c.ds_type == -1 ? out.accumulate : dtype_from(c.ds_type, name_);
     out.dkv_rounded_per_head = c.dkv_rounded_per_head != 0;
+    if (c.mma_block < 0 || c.mma_block > 64 || c.mma_extra_bits < 0 || c.mma_extra_bits > 24 ||
+        (c.mma_block == 0 && c.mma_extra_bits != 0)) {
+      throw std::runtime_error(name_ + ": precision() for " + std::string(dtype_name(dtype)) +
+                               ": mma_block " + std::to_string(c.mma_block) + " / mma_extra_bits " +
+                               std::to_string(c.mma_extra_bits) +
+                               " out of range (0 to 64 products, 0 to 24 bits; bits only with "
+                               "a block)");
+    }
+    out.mma_block = c.mma_block;
+    out.mma_extra_bits = c.mma_extra_bits;
     return out;
   }
 

@@ -2,6 +2,7 @@
  * "minimal.naive", computing attention with plain loops in f64 (naive_attention.c) on host
  * memory. Its capabilities say what it accepts; supports() adds what they cannot say; the
  * host judges it on any tier: `sdpa-cts run --plugin libsdpa_cts_minimal_plugin.so`. */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,9 +16,14 @@ static int32_t minimal_precision(void* state, int32_t dtype, sdpa_cts_precision*
   out->p_type = SDPA_CTS_DTYPE_F64;
   out->online_softmax = 0;
   out->key_block = 0;
-  if (out->struct_size >= sizeof(sdpa_cts_precision)) { /* a host of ABI 2.1 or later */
-    out->ds_type = SDPA_CTS_DTYPE_F64;                  /* P and dS kept in f64 */
+  /* A field exists on the host's side when its struct_size covers it. */
+  if (out->struct_size >= offsetof(sdpa_cts_precision, dkv_rounded_per_head) + sizeof(int32_t)) {
+    out->ds_type = SDPA_CTS_DTYPE_F64; /* (2.1) P and dS kept in f64 */
     out->dkv_rounded_per_head = 0;
+  }
+  if (out->struct_size >= offsetof(sdpa_cts_precision, mma_extra_bits) + sizeof(int32_t)) {
+    out->mma_block = 0; /* (2.2) no tensor cores: every sum rounded to nearest */
+    out->mma_extra_bits = 0;
   }
   return 0;
 }
@@ -52,9 +58,8 @@ static int32_t minimal_run(void* state, const sdpa_cts_params* p, const sdpa_cts
 }
 
 /* The backward (ABI 2.1): dQ, dK, dV for params->d_o, with the forward's O in params->o. */
-static int32_t minimal_run_backward(void* state, const sdpa_cts_params* p,
-                                    const sdpa_cts_device* d, int32_t threads, char* error,
-                                    size_t error_size) {
+static int32_t minimal_run_backward(void* state, const sdpa_cts_params* p, const sdpa_cts_device* d,
+                                    int32_t threads, char* error, size_t error_size) {
   (void)state;
   (void)d;
   (void)threads;
@@ -70,11 +75,9 @@ static const sdpa_cts_backend kBackends[] = {{
     "minimal.naive",
     NULL,
     {
-        sizeof(sdpa_cts_capabilities),
-        (1u << SDPA_CTS_DTYPE_F32) | (1u << SDPA_CTS_DTYPE_F64),
-        SDPA_CTS_DEVICE_CPU,
-        0, /* no head-dim limit */
-        1, /* any head dim */
+        sizeof(sdpa_cts_capabilities), (1u << SDPA_CTS_DTYPE_F32) | (1u << SDPA_CTS_DTYPE_F64),
+        SDPA_CTS_DEVICE_CPU, 0, /* no head-dim limit */
+        1,                      /* any head dim */
         SDPA_CTS_CAP_DIFFERENT_V_DIM | SDPA_CTS_CAP_BOOL_MASK | SDPA_CTS_CAP_ADDITIVE_MASK |
             SDPA_CTS_CAP_CAUSAL_TOP_LEFT | SDPA_CTS_CAP_CAUSAL_BOTTOM_RIGHT | SDPA_CTS_CAP_GQA |
             SDPA_CTS_CAP_LSE | SDPA_CTS_CAP_EMPTY_PROBLEMS | SDPA_CTS_CAP_DETERMINISTIC |

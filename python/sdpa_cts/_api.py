@@ -53,6 +53,9 @@ class Contract:
     ds_type: the backward's: type P and dS are rounded to before the gradient products ("",
         "input" as FlashAttention-2 and PyTorch's flash backward, or a dtype name).
     online_softmax, key_block: an online softmax over blocks of ``key_block`` keys.
+    mma_block, mma_extra_bits: sums on tensor cores (block FMAs of ``mma_block`` products
+        keeping ``mma_extra_bits`` alignment bits, truncated: 8 and 1 on A100, 16 and 2 on
+        H100); 0 = sums rounded to nearest (docs/CONFORMANCE.md, "Tensor-core accumulation").
     dtypes: the input types it accepts. lse, weights: whether it returns the LSE / the
         attention weights. The other flags say which features it accepts (last_dim_contiguous:
     it needs stride 1 along the head dimension).
@@ -63,6 +66,8 @@ class Contract:
     ds_type: str = ""
     online_softmax: bool = False
     key_block: int = 0
+    mma_block: int = 0
+    mma_extra_bits: int = 0
     dtypes: Sequence[str] = ("f32", "f16", "bf16")
     lse: bool = False
     weights: bool = False
@@ -84,9 +89,10 @@ class Contract:
     def _native(self):
         flags = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
                  if f.name not in ("accumulate", "p_type", "ds_type", "online_softmax",
-                                   "key_block", "dtypes")}
+                                   "key_block", "mma_block", "mma_extra_bits", "dtypes")}
         return _core._contract(self.accumulate, self.p_type, self.ds_type, self.online_softmax,
-                               self.key_block, list(self.dtypes), flags)
+                               self.key_block, self.mma_block, self.mma_extra_bits,
+                               list(self.dtypes), flags)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -178,7 +178,8 @@ nb::dict reference_outputs(nb::handle self) {
 
 PyContract make_contract(const std::string& accumulate, const std::string& p_type,
                          const std::string& ds_type, bool online_softmax, std::int64_t key_block,
-                         const std::vector<std::string>& dtypes, const nb::dict& flags) {
+                         int mma_block, int mma_extra_bits, const std::vector<std::string>& dtypes,
+                         const nb::dict& flags) {
   PyContract c;
   c.precision.accumulate = dtype_or_throw(accumulate);
   if (p_type == "input") {
@@ -193,6 +194,15 @@ PyContract make_contract(const std::string& accumulate, const std::string& p_typ
   }
   c.precision.online_softmax = online_softmax;
   c.precision.key_block = key_block;
+  if (mma_block < 0 || mma_block > 64 || mma_extra_bits < 0 || mma_extra_bits > 24 ||
+      (mma_block == 0 && mma_extra_bits != 0)) {
+    throw std::invalid_argument("Contract: mma_block " + std::to_string(mma_block) +
+                                " / mma_extra_bits " + std::to_string(mma_extra_bits) +
+                                " out of range (0 to 64 products, 0 to 24 bits; bits only with "
+                                "a block)");
+  }
+  c.precision.mma_block = mma_block;
+  c.precision.mma_extra_bits = mma_extra_bits;
   c.caps.dtypes.clear();
   for (const auto& t : dtypes) c.caps.dtypes.push_back(dtype_or_throw(t));
   c.caps.lse_output = false;
@@ -399,7 +409,7 @@ NB_MODULE(_core, m) {
   m.def("_select", &select_cases_py, "tier"_a, "sample"_a, "seed"_a, "ids"_a, "golden"_a,
         "filter"_a);
   m.def("_contract", &make_contract, "accumulate"_a, "p_type"_a, "ds_type"_a, "online_softmax"_a,
-        "key_block"_a, "dtypes"_a, "flags"_a);
+        "key_block"_a, "mma_block"_a, "mma_extra_bits"_a, "dtypes"_a, "flags"_a);
   m.def("_certify", &certify_cases, "fn"_a, "grad_fn"_a.none(), "name"_a, "contract"_a, "profile"_a,
         "seed"_a.none(), "out"_a, "threads"_a, "progress"_a.none());
   m.def("_bundle_problems", &bundle_problems, "dir"_a);

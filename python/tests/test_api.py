@@ -200,3 +200,16 @@ def test_certify_writes_a_bundle_that_verifies(tmp_path):
     results = out / "results.jsonl"
     results.write_text(results.read_text().replace('"PASS"', '"FAIL"', 1))
     assert core._bundle_problems(str(out)), "an edited bundle must not verify"
+
+
+def test_tensor_core_accumulation_widens_the_bound_of_long_sums():
+    # V all positive, 16384 keys: an output 1.1e-3 off (relative) breaks the bound of sums
+    # rounded to nearest, and is within the worst case of A100's truncating block FMAs
+    # (docs/CONFORMANCE.md, "Tensor-core accumulation").
+    c = sdpa_cts.cases(ids=["b1.hq1.hkv1.l2.s16384.dqk16.dv16.f16.seed3.gen=v_positive"])[0]
+    o = (sdpa_cts.reference(c)["o"] * (1 + 1.1e-3)).astype(np.float16)
+    assert sdpa_cts.judge(c, o, sdpa_cts.Contract()).status == "FAIL"
+    tc = sdpa_cts.Contract(mma_block=8, mma_extra_bits=1)
+    assert sdpa_cts.judge(c, o, tc).status == "PASS"
+    with pytest.raises(ValueError, match="mma_block 100"):
+        sdpa_cts.Contract(mma_block=100, mma_extra_bits=1)._native()

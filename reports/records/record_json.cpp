@@ -49,6 +49,7 @@ nlohmann::ordered_json record_to_json(const CaseRecord& r) {
     j["tensor_ratios"] = t;
   }
   if (r.nondeterministic_backward) j["nondeterministic_backward"] = true;
+  if (!r.output_digest.empty()) j["output_digest"] = r.output_digest;
   j["seconds"] = number(r.seconds);
   j["features"] = r.features;
   j["repro"] = r.repro;
@@ -78,8 +79,11 @@ CaseRecord record_from_json(const nlohmann::json& j) {
     if (j.contains("tensor_ratios")) {
       const auto& t = j.at("tensor_ratios");
       if (!t.is_object()) throw std::invalid_argument("record key 'tensor_ratios': not an object");
-      for (auto it = t.begin(); it != t.end(); ++it) r.tensor_ratios[it.key()] = number_from(t, it.key().c_str());
+      for (auto it = t.begin(); it != t.end(); ++it)
+        r.tensor_ratios[it.key()] = number_from(t, it.key().c_str());
     }
+    // Written when outputs were judged; absent in files written before it existed.
+    r.output_digest = j.value("output_digest", std::string());
     r.seconds = number_from(j, "seconds");
     r.features = j.at("features").get<std::vector<std::string>>();
     r.repro = j.at("repro");

@@ -29,7 +29,9 @@ struct CaseRecord {
                                                 // and "dq", "dk", "dv" for a backward case
   bool nondeterministic_backward = false;       // the backward's gradient bytes differed between
                                                 // two thread counts (no determinism declared)
-  double seconds = 0;                           // wall time of the backend run plus judging
+  std::string output_digest;  // the output bytes' fingerprint (CaseOutcome::output_digest); ""
+                              // when nothing was judged
+  double seconds = 0;         // wall time of the backend run plus judging
   std::vector<std::string> features;  // feature tags of the case: "dtype=bf16", "causal=br", ...
   std::string repro;                  // paste-able command reproducing this record
   std::string expected;  // the known-failure entry (--expect) matching it: "reason [issue]";

@@ -77,7 +77,7 @@ TEST(Device, OverrideErrorsNameTheOption) {
             "device 'cpu-avx2:cores=-1': option 'cores': expected a positive core count, got '-1'");
   EXPECT_EQ(error_of("sm90:cores=4"),
             "device 'sm90:cores=4': unknown option 'cores' for a GPU (known: cudnn, cuda, sms, "
-            "smem, cudnn_nested, emulate)");
+            "smem, cudnn_nested, emulate, mma)");
   EXPECT_EQ(error_of("cpu-avx2:cudnn=9.1.0"),
             "device 'cpu-avx2:cudnn=9.1.0': unknown option 'cudnn' for a CPU (known: cores, isa)");
   EXPECT_EQ(error_of("sm90:fast"), "device 'sm90:fast': option 'fast' is not key=value");
@@ -154,7 +154,7 @@ TEST(Device, IsaTargetOverrideChoosesATargetTheCpuHas) {
             "avx2, avx512, avx512bf16)");
   EXPECT_EQ(error_of("sm80:isa=avx2"),
             "device 'sm80:isa=avx2': unknown option 'isa' for a GPU (known: cudnn, cuda, sms, "
-            "smem, cudnn_nested, emulate)");
+            "smem, cudnn_nested, emulate, mma)");
 }
 
 // emulate=1: a simulated GPU whose fused kernels run on the host emulator, and the one
@@ -178,6 +178,30 @@ TEST(Device, EmulatedGpu) {
               std::string::npos)
         << e.what();
   }
+}
+
+// mma=measured: the emulator's mma.sync rounds as the published model of the architecture's
+// tensor cores (docs/KERNELS.md, "Tensor-core rounding").
+TEST(Device, MeasuredTensorCoreRounding) {
+  EXPECT_EQ(parse_device_or_throw("sm80:emulate=1").cuda.mma.block, 0);  // ideal by default
+  const Device a100 = parse_device_or_throw("sm80:emulate=1:mma=measured");
+  EXPECT_EQ(a100.cuda.mma.block, 8);
+  EXPECT_EQ(a100.cuda.mma.extra_bits, 1);
+  EXPECT_NE(describe_device(a100).find("mma.sync rounding as measured (A100"), std::string::npos)
+      << describe_device(a100);
+  const Device h100 = parse_device_or_throw("sm90:emulate=1:mma=measured");
+  EXPECT_EQ(h100.cuda.mma.block, 16);
+  EXPECT_EQ(h100.cuda.mma.extra_bits, 2);
+  EXPECT_EQ(parse_device_or_throw("sm90:emulate=1:mma=measured:mma=ideal").cuda.mma.block, 0);
+  EXPECT_EQ(error_of("sm120:emulate=1:mma=measured"),
+            "device 'sm120:emulate=1:mma=measured': option 'mma': no published model of sm120's "
+            "tensor cores (measured: sm80, sm86, sm89, sm90), got 'measured'");
+  EXPECT_EQ(error_of("sm80:emulate=1:mma=rz"),
+            "device 'sm80:emulate=1:mma=rz': option 'mma': expected 'ideal' or 'measured', got "
+            "'rz'");
+  EXPECT_EQ(error_of("sm80:mma=measured"),
+            "device 'sm80:mma=measured': option 'mma=measured' sets how the host emulator's "
+            "mma.sync rounds: it needs emulate=1 (a GPU rounds as its hardware does)");
 }
 
 TEST(Device, DetectedCpuRunsItsBestTarget) {

@@ -31,18 +31,25 @@ using conformance::status_name;
 class Emulated final : public Backend {
  public:
   using Runner = void (*)(const Problem&, const Buffers&);
-  Emulated(const Backend& gpu, std::string name, Runner runner, std::string device = "sm80")
+  // `without_mma_term`: the contract with its tensor-core accumulation taken out.
+  Emulated(const Backend& gpu, std::string name, Runner runner, std::string device = "sm80",
+           bool without_mma_term = false)
       : gpu_(gpu),
         name_(std::move(name)),
         runner_(runner),
         caps_(gpu.capabilities()),
-        device_(parse_device_or_throw(device)) {
+        device_(parse_device_or_throw(device)),
+        without_mma_term_(without_mma_term) {
     caps_.device = DeviceKind::cpu;
     caps_.memory = MemorySpace::host;
   }
   std::string_view name() const override { return name_; }
   const Capabilities& capabilities() const override { return caps_; }
-  PrecisionContract precision(DType dtype) const override { return gpu_.precision(dtype); }
+  PrecisionContract precision(DType dtype) const override {
+    PrecisionContract c = gpu_.precision(dtype);
+    if (without_mma_term_) c.mma_block = c.mma_extra_bits = 0;
+    return c;
+  }
   Support supports(const Problem& p, const Device&) const override {
     return gpu_.supports(p, device_);
   }
@@ -56,6 +63,7 @@ class Emulated final : public Backend {
   Runner runner_;
   Capabilities caps_;
   Device device_;  // whose rules and limits apply
+  bool without_mma_term_ = false;
 };
 
 const Emulated& emulated_flash() {
@@ -179,6 +187,30 @@ TEST_P(EmulatedCuda, PassesTheJudge) {
   const auto out = check_case(*ec.backend, c, detect_cpu());
   EXPECT_EQ(out.status, Status::pass) << ec.backend->name() << " " << ec.id << ": "
                                       << status_name(out.status) << " " << out.message;
+}
+
+// Tensor-core accumulation (docs/CONFORMANCE.md): cuda.flash with A100's measured mma rounding
+// on one SM (no split: one truncating sum over all 65536 keys), on data whose products all
+// have one sign. Its declared contract's bound holds; without the tensor-core term the bound
+// assumes errors that grow like sqrt(S), and the truncations, which lean one way, break it.
+void run_flash_a100_one_sm(const Problem& p, const Buffers& buf) {
+  cuda::detail::LaunchDevice d;
+  d.sm = 80;
+  d.sm_count = 1;
+  cuda::emu::EmuRuntime rt(0, *measured_mma_rounding(80));
+  cuda::detail::flash::run_lowered(LoweredProblem(p, buf).params(), d, rt);
+}
+TEST(EmulatedCudaTensorCores, TruncatingSumsNeedTheContractsTerm) {
+  const Emulated declared(cuda::flash_backend(), "emulated.cuda.flash.a100", run_flash_a100_one_sm);
+  const Emulated without(cuda::flash_backend(), "emulated.cuda.flash.a100.rn_bound",
+                         run_flash_a100_one_sm, "sm80", true);
+  const Case c =
+      parse_case_id_or_throw("b1.hq1.hkv1.l1.s65536.dqk32.dv32.f16.seed2.gen=v_positive");
+  const auto with_term = check_case(declared, c, detect_cpu());
+  EXPECT_EQ(with_term.status, Status::pass) << with_term.message;
+  const auto rn_bound = check_case(without, c, detect_cpu());
+  EXPECT_EQ(rn_bound.status, Status::fail) << "worst ratio " << rn_bound.worst_ratio;
+  EXPECT_GT(rn_bound.worst_ratio, 1.0);
 }
 
 // A launch whose block asks for more shared memory than the device allows fails, as

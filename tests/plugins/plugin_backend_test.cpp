@@ -29,9 +29,13 @@ struct Seen {
 };
 Seen g_seen;
 
+int32_t g_mma_block = 0, g_mma_extra_bits = 0;  // what fake_precision declares (ABI 2.2)
+
 int32_t fake_precision(void*, int32_t, sdpa_cts_precision* out) {
   out->accumulate = SDPA_CTS_DTYPE_F64;
   out->p_type = SDPA_CTS_DTYPE_F64;
+  out->mma_block = g_mma_block;
+  out->mma_extra_bits = g_mma_extra_bits;
   return 0;
 }
 
@@ -107,6 +111,29 @@ TEST(PluginAbi2, SupportsGetsTheLoweredProblemWithoutTensorPointers) {
   EXPECT_EQ(g_seen.seqlens_q, (std::vector<std::int64_t>{3, 5}));
   EXPECT_EQ(g_seen.cu_seqlens_q, (std::vector<std::int64_t>{0, 3, 8}));
   EXPECT_EQ(p.want_lse, 1);
+}
+
+// ABI 2.2: a plugin declares tensor-core accumulation in its precision contract; values out of
+// range are an error naming them, never a bound computed from garbage.
+TEST(PluginAbi2, PrecisionCarriesTensorCoreAccumulation) {
+  const sdpa_cts_backend b = fake_backend(kMost);
+  const auto backend = make_plugin_backend(b);
+  g_mma_block = 8;
+  g_mma_extra_bits = 1;
+  const PrecisionContract c = backend->precision(DType::f32);
+  EXPECT_EQ(c.mma_block, 8);
+  EXPECT_EQ(c.mma_extra_bits, 1);
+  g_mma_block = 100;
+  try {
+    (void)backend->precision(DType::f32);
+    ADD_FAILURE() << "an mma block of 100 was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("mma_block 100 / mma_extra_bits 1 out of range"),
+              std::string::npos)
+        << e.what();
+  }
+  g_mma_block = g_mma_extra_bits = 0;
+  EXPECT_EQ(backend->precision(DType::f32).mma_block, 0);
 }
 
 TEST(PluginAbi2, MaskStridesCountASizeZeroDimensionAsOne) {
@@ -245,11 +272,11 @@ TEST(PluginAbi2, TheBiasGradientNeedsTheBackward) {
   EXPECT_NE(s.reasons[0].find("(dbias)"), std::string::npos) << s.reasons[0];
 }
 
-// The probe of the minimal plugin (its path comes from tests/plugins/CMakeLists.txt): ABI 2.1,
+// The probe of the minimal plugin (its path comes from tests/plugins/CMakeLists.txt): ABI 2.2,
 // and a description listing only traits the ABI declares.
 TEST(PluginAbi2, ProbeReportsOnlyWhatTheAbiDeclares) {
   const ProbedPlugin p = probe_plugin(SDPA_CTS_MINIMAL_PLUGIN);
-  EXPECT_EQ(p.abi, "2.1");
+  EXPECT_EQ(p.abi, "2.2");
   ASSERT_EQ(p.backends.size(), 1u);
   const std::string& d = p.backends[0].description;
   EXPECT_NE(d.find("\"traits\":{\"split_kv\":false,\"pytorch\":\"math\",\"fused_mha\":false}"),

@@ -61,7 +61,9 @@ TEST(ReferenceApi, InvalidProblemThrowsInvalidArgumentWithTheReason) {
   add("o", [](Problem& p) { p.o.stride[1] = 0; });  // heads of O overlap
   add("q", [](Problem& p) { p.q.stride[2] = -1; });
   Data d = zero_data(ok);
-  for (const auto& [field, p] : bad) {
+  for (const auto& entry : bad) {
+    const std::string& field = entry.first;
+    const Problem& p = entry.second;
     const std::string reason = validate(p);
     ASSERT_NE(reason, "") << "expected an invalid problem for field " << field;
     EXPECT_EQ(reason.rfind(field, 0), 0u) << "the reason names the field: " << reason;

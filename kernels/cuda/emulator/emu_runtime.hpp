@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/cuda/emulator/emulator.hpp"
@@ -22,8 +23,9 @@ namespace sdpa::cuda::emu {
 class EmuRuntime {
  public:
   // `smem_limit`: the emulated device's shared memory per block (0 = unchecked); a launch that
-  // asks for more fails as it would on the GPU.
-  explicit EmuRuntime(std::size_t smem_limit = 0) : smem_limit_(smem_limit) {}
+  // asks for more fails as it would on the GPU. `mma`: how its mma.sync rounds.
+  explicit EmuRuntime(std::size_t smem_limit = 0, MmaRounding mma = {})
+      : smem_limit_(smem_limit), mma_(std::move(mma)) {}
   detail::BatchArrays batch_arrays(const std::vector<long long>& host, long long batch) {
     batch_ = host;
     return detail::batch_arrays_at(batch_.data(), batch);
@@ -50,7 +52,8 @@ class EmuRuntime {
                                " bytes of shared memory, the device allows " +
                                std::to_string(smem_limit_) + " (the launch fails on a GPU)");
     }
-    emu::launch(blocks, Body::kThreads, Body::kSmemBytes, [&](unsigned char* smem) { body(smem); });
+    emu::launch(
+        blocks, Body::kThreads, Body::kSmemBytes, [&](unsigned char* smem) { body(smem); }, mma_);
   }
   void finish() {}
 
@@ -58,6 +61,7 @@ class EmuRuntime {
   std::vector<long long> batch_;
   std::vector<unsigned char> flag_storage_;
   std::size_t smem_limit_ = 0;
+  MmaRounding mma_;
   int count_ = 0;
   std::vector<std::vector<unsigned char>> slots_ = std::vector<std::vector<unsigned char>>(8);
 };

@@ -4,9 +4,12 @@
 #include <ucontext.h>
 #endif
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <vector>
@@ -165,6 +168,7 @@ struct Block {
   unsigned long long progress = 0;  // arrivals, releases and finished threads
   std::string error;
   const std::function<void(unsigned char*)>* body = nullptr;
+  MmaRounding mma;  // how mma.sync rounds in this launch
 };
 
 Block* g_block = nullptr;  // the block being run (one OS thread runs the emulator)
@@ -394,8 +398,45 @@ Half::Half(float x) : bits(sdpa::float_to_half(x)) {}
 
 void set_seed(std::uint64_t seed) { g_seed = seed; }
 
+float block_fma(const float* a, const float* b, int n, float c, int input_emin, int extra_bits) {
+  // Products of f16 / bf16 values are exact in double (22 significant bits at most).
+  bool finite = std::isfinite(c);
+  for (int i = 0; i < n; ++i) finite = finite && std::isfinite(static_cast<double>(a[i]) * b[i]);
+  if (!finite) {
+    double s = c;
+    for (int i = 0; i < n; ++i) s += static_cast<double>(a[i]) * b[i];
+    return static_cast<float>(s);  // NaN, or the infinity
+  }
+  // The alignment exponent: the largest of the products' exponent sums (subnormal inputs at
+  // the input type's smallest exponent) and the accumulator's (f32 subnormals at -126).
+  int top = std::numeric_limits<int>::min();
+  for (int i = 0; i < n; ++i) {
+    if (a[i] == 0 || b[i] == 0) continue;
+    top = std::max(top,
+                   std::max(std::ilogb(a[i]), input_emin) + std::max(std::ilogb(b[i]), input_emin));
+  }
+  if (c != 0) top = std::max(top, std::max(std::ilogb(c), -126));
+  if (top == std::numeric_limits<int>::min()) return 0.0f;
+  // Every term truncated toward zero to the grid 2^(top - 23 - extra_bits); the truncated
+  // terms are integers below 2^(26 + extra_bits) on it, so their sum in double is exact.
+  const int grid = top - 23 - extra_bits;
+  double sum = std::trunc(std::ldexp(static_cast<double>(c), -grid));
+  for (int i = 0; i < n; ++i) {
+    sum += std::trunc(std::ldexp(static_cast<double>(a[i]) * b[i], -grid));
+  }
+  const double r = std::ldexp(sum, grid);
+  // Truncated to f32 (round toward zero): at 2^128 and above the exponent overflows.
+  if (std::fabs(r) >= 0x1p128) return std::copysign(std::numeric_limits<float>::infinity(), r);
+  float f = static_cast<float>(r);
+  if (std::fabs(static_cast<double>(f)) > std::fabs(r)) f = std::nextafter(f, 0.0f);
+  return f;
+}
+
 void launch(long long blocks, int threads, std::size_t smem_bytes,
-            const std::function<void(unsigned char* smem)>& body) {
+            const std::function<void(unsigned char* smem)>& body, const MmaRounding& mma) {
+  if (mma.block != 0 && (mma.block < 1 || 16 % mma.block != 0)) {
+    throw std::invalid_argument("emulator: an mma block must divide the 16 products");
+  }
   if (threads <= 0 || threads % 32 != 0)
     throw std::invalid_argument("emulator: threads per block must be a positive multiple of 32");
   Block b;
@@ -407,6 +448,7 @@ void launch(long long blocks, int threads, std::size_t smem_bytes,
   b.fibers.resize(static_cast<std::size_t>(threads));
   for (auto& f : b.fibers) f.stack.resize(kStack);
   b.body = &body;
+  b.mma = mma;
   b.flags.assign(static_cast<std::size_t>(threads), 0);
   g_block = &b;
   struct Reset {
@@ -492,18 +534,28 @@ void mma_16816(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1, 
   mine.u[5] = b1;
   arrive_and_wait(w.barrier);
   const int g = l / 4, t = l % 4;
+  const MmaRounding& model = g_block->mma;
   float d[4];
   for (int e = 0; e < 4; ++e) {
     const int row = g + (e / 2) * 8, col = 2 * t + (e % 2);
-    double sum = 0;  // the 16 products are exact; one rounding at the end
+    float av[16], bv[16];
     for (int k = 0; k < 16; ++k) {
       const Slot& sa = w.slots[static_cast<std::size_t>((row % 8) * 4 + (k % 8) / 2)];
       const Slot& sb = w.slots[static_cast<std::size_t>(col * 4 + (k % 8) / 2)];
-      const float av = element(sa.u[(row / 8) + (k / 8) * 2], k % 2, bf16);
-      const float bv = element(sb.u[4 + k / 8], k % 2, bf16);
-      sum += static_cast<double>(av) * bv;
+      av[k] = element(sa.u[(row / 8) + (k / 8) * 2], k % 2, bf16);
+      bv[k] = element(sb.u[4 + k / 8], k % 2, bf16);
     }
-    d[e] = static_cast<float>(sum + c[e]);
+    if (model.block == 0) {
+      double sum = 0;  // the 16 products are exact; one rounding at the end
+      for (int k = 0; k < 16; ++k) sum += static_cast<double>(av[k]) * bv[k];
+      d[e] = static_cast<float>(sum + c[e]);
+    } else {
+      float acc = c[e];  // block FMAs in k order, each rounded as the measured model says
+      for (int k = 0; k < 16; k += model.block) {
+        acc = block_fma(av + k, bv + k, model.block, acc, bf16 ? -126 : -14, model.extra_bits);
+      }
+      d[e] = acc;
+    }
   }
   arrive_and_wait(w.barrier);
   for (int e = 0; e < 4; ++e) c[e] = d[e];

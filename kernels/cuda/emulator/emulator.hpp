@@ -11,8 +11,10 @@
 // writes by cp.async with no __syncthreads between is a write-after-read (or
 // read-after-write) hazard.
 //
-// It models semantics, not timing: mma.sync sums its 16 products in order in f32 (a GPU's
-// internal accumulation order is unspecified), exp2/tanh/log are the host's. It lets the
+// It models semantics, not timing: mma.sync sums its 16 products exactly and rounds once to
+// nearest (an ideal tensor core), or as a published bit-accurate model of an architecture's
+// tensor cores does (MmaRounding: blocks of products, truncated alignment, truncated result);
+// exp2/tanh/log are the host's. It lets the
 // judge check the real kernel code on machines without a GPU (tests/kernels/), never in
 // place of a GPU run: docs/KERNELS.md, "CUDA".
 #pragma once
@@ -21,6 +23,8 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+
+#include "core/device.hpp"
 
 namespace sdpa::cuda::emu {
 
@@ -39,11 +43,18 @@ struct Half {
 
 // Runs `body` once per thread of each block of a grid of `blocks` blocks of `threads`
 // threads (a multiple of 32), blocks one after another, each with `smem_bytes` of shared
-// memory filled with 0xFF bytes. Throws std::runtime_error naming the block and the problem
-// on a deadlock (a barrier some threads never reach), a shared-memory hazard, or an error
-// raised in a thread.
+// memory filled with 0xFF bytes, its mma.sync rounding as `mma` says. Throws
+// std::runtime_error naming the block and the problem on a deadlock (a barrier some threads
+// never reach), a shared-memory hazard, or an error raised in a thread.
 void launch(long long blocks, int threads, std::size_t smem_bytes,
-            const std::function<void(unsigned char* smem)>& body);
+            const std::function<void(unsigned char* smem)>& body, const MmaRounding& mma = {});
+
+// One block FMA of a measured tensor-core model (MmaRounding with block > 0): c plus the n
+// products a[i] * b[i] of f16 or bf16 values (`input_emin`: the input type's smallest normal
+// exponent, -14 or -126), each term aligned to the largest exponent (a product's is the sum
+// of its factors' exponents) and truncated `extra_bits` bits below the f32 significand, the
+// exact sum truncated to f32. Non-finite terms give IEEE's result.
+float block_fma(const float* a, const float* b, int n, float c, int input_emin, int extra_bits);
 
 // The seed of the cp.async delivery draws of every later launch (default 1): the same seed,
 // the same run.
