@@ -93,7 +93,7 @@ function(sdpa_cts_isa_sources)
   set(avx2 -mavx2 -mfma -mf16c)
   # (-Wno-*uninitialized: GCC 12 warns about _mm512_undefined_* in its own AVX-512 headers.)
   set(avx512 -mavx512f -mavx512bw -mavx512vl -mavx512dq ${avx2} -Wno-uninitialized
-             -Wno-maybe-uninitialized)
+             $<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized>)
   if(I_ISA STREQUAL "scalar")
     set(flags "")
   elseif(I_ISA STREQUAL "avx2")

@@ -40,3 +40,17 @@ def test_a_wrong_function_fails_with_the_repro(pytester):
     assert r.parseoutcomes().get("failed") == 1
     out = "\n".join(r.outlines)
     assert "worst error/bound" in out and "repro: sdpa_cts.check(" in out
+
+
+def test_xdist_shards_the_cases(pytester):
+    # pytest-xdist: every worker collects the same case IDs in the same order, so -n 2 runs the
+    # selection once, split between two processes, and a wrong function still fails.
+    make(pytester, 1.0)
+    args = ("--sdpa-tier", "smoke", "-q", "-p", "xdist", "-k", "f32 and not mask and not win")
+    serial = pytester.runpytest_subprocess(*args).parseoutcomes()
+    sharded = pytester.runpytest_subprocess(*args, "-n", "2")
+    assert sharded.parseoutcomes().get("passed") == serial.get("passed") > 0, sharded.outlines[-5:]
+    assert "2 workers" in "\n".join(sharded.outlines)
+    make(pytester, 1.05)
+    wrong = pytester.runpytest_subprocess(*args, "-n", "2").parseoutcomes()
+    assert wrong.get("failed", 0) > 0, wrong

@@ -141,7 +141,14 @@ TEST(Runner, ACaseOverTheMemoryLimitIsNotJudged) {
 // alone is 1 EiB (2^58 f32 elements), beyond any 64-bit process's address space (57-bit
 // virtual addresses reach 128 PiB), run with no memory limit.
 TEST(Runner, AHarnessAllocationFailureIsNotTheBackendsFail) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+// GCC says __SANITIZE_ADDRESS__; Clang answers __has_feature.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SDPA_CTS_SANITIZED_ALLOCATOR 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \
+    defined(SDPA_CTS_SANITIZED_ALLOCATOR)
   GTEST_SKIP() << "a sanitizer's allocator aborts the process instead of throwing std::bad_alloc";
 #endif
   const Job huge = make_job("b1.hq1.l36028797018963968.s1.dqk8.f32.seed1.gen=normal", "", "good",
