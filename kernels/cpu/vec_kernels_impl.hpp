@@ -45,6 +45,9 @@ constexpr int kNR = kWide ? 32 : 16;
 
 void pack_b(DType t, const void* src, std::int64_t k_stride, std::int64_t n_stride,
             std::int64_t kdim, std::int64_t n, float* bp, float* tmp) {
+  // Nothing to pack: an empty panel buffer may be null, and no offset may be applied to it
+  // (Clang's UBSan: pointer arithmetic on a null pointer).
+  if (kdim == 0 || n == 0) return;
   const std::int64_t panels = (n + kNR - 1) / kNR;
   const std::size_t esz = dtype_size(t);
   const auto* base = static_cast<const unsigned char*>(src);
