@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "core/dtype.hpp"
 #include "core/philox.hpp"
@@ -93,23 +94,50 @@ constexpr bool kBf16Pairs = false;
 #endif
 
 // C[k][v*W + l] = (Acc ? C[k][v*W + l] : 0) + sum_{t < depth} a[k*sk + t*st] b[t*ldb + v*W + l]
-// for k < MR, v < NV, in Ops' arithmetic; t in increasing order.
-template <class Ops, int MR, int NV, bool Acc>
-void tile(const typename Ops::T* a, i64 sk, i64 st, const typename Ops::T* b, i64 ldb, i64 depth,
-          float* c, i64 ldc) {
+// for k < MR, v < NV, in Ops' arithmetic; t in increasing order. StOne: st == 1 (a compile-time
+// stride keeps the depth loop one version). The unroll pragmas keep acc in registers: without
+// them GCC kept it in a stack array around the depth loop, storing and reloading all 24
+// accumulators per tile (4 % of the backward's time). An accumulating tile prefetches the next
+// tile's rows of C (the dK, dV and dQ accumulators live in L2, not L1).
+template <class Ops, int MR, int NV, bool Acc, bool StOne>
+void tile_s(const typename Ops::T* a, i64 sk, i64 st_in, const typename Ops::T* b, i64 ldb,
+            i64 depth, float* c, i64 ldc) {
+  const i64 st = StOne ? 1 : st_in;
   V acc[MR][NV];
+#pragma GCC unroll 8
   for (int k = 0; k < MR; ++k)
+#pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) acc[k][v] = Acc ? vload(c + k * ldc + v * W) : vzero();
+  if constexpr (Acc) {
+#pragma GCC unroll 8
+    for (int k = 0; k < MR; ++k)
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) __builtin_prefetch(c + (MR + k) * ldc + v * W, 1, 3);
+  }
   for (i64 t = 0; t < depth; ++t) {
     typename Ops::B bv[NV];
+#pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) bv[v] = Ops::load(b + t * ldb + v * W);
+#pragma GCC unroll 8
     for (int k = 0; k < MR; ++k) {
       const typename Ops::B ak = Ops::set(a[k * sk + t * st]);
+#pragma GCC unroll 8
       for (int v = 0; v < NV; ++v) acc[k][v] = Ops::madd(acc[k][v], ak, bv[v]);
     }
   }
+#pragma GCC unroll 8
   for (int k = 0; k < MR; ++k)
+#pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) vstore(c + k * ldc + v * W, acc[k][v]);
+}
+
+template <class Ops, int MR, int NV, bool Acc>
+void tile(const typename Ops::T* a, i64 sk, i64 st, const typename Ops::T* b, i64 ldb, i64 depth,
+          float* c, i64 ldc) {
+  if (st == 1)
+    tile_s<Ops, MR, NV, Acc, true>(a, sk, st, b, ldb, depth, c, ldc);
+  else
+    tile_s<Ops, MR, NV, Acc, false>(a, sk, st, b, ldb, depth, c, ldc);
 }
 
 template <class Ops>
@@ -299,7 +327,7 @@ bool run_task(const BackwardParams& p, i64 b, i64 hk, unsigned char* scr) {
   auto* DS2 = at<std::uint32_t>(scr, sl.ds2);
   auto* DSJ = at<std::uint16_t>(scr, sl.dsj);
 #endif
-  const float boost = Dot ? std::ldexp(1.0f, kBoost) : 1.0f;
+  [[maybe_unused]] const float boost = Dot ? std::ldexp(1.0f, kBoost) : 1.0f;
   const double unboost = Dot ? std::ldexp(1.0, -kBoost) : 1.0;
   const KeyStructure structure = key_structure(p);
   V bad = vzero();  // NaN once a value of a step is not finite
@@ -412,97 +440,119 @@ bool run_task(const BackwardParams& p, i64 b, i64 hk, unsigned char* scr) {
           gemm(false, DOR, Dvp, 1, VT, Bc, Dv, DS, Bc, nr, kBlockVecs);
         }
 
-        for (i64 r = 0; r < nr; ++r) {
+        // dS and the dV operand W = P z of row r, keys c to c + 15, zero outside the row's
+        // attended keys. Pre (a mask or softcap applies) and Drop (dropout) are compile-time
+        // flags, so the common case runs without their branches.
+        auto terms = [&](auto pre, auto drop, i64 r, i64 c, V& ds_out, V& w_out) {
+          constexpr bool kPre = decltype(pre)::value, kDrop = decltype(drop)::value;
           if (lo[r] >= hi[r]) {
-            for (i64 c = 0; c < Bc; c += W) {
-              vstore(SB + r * Bc + c, vzero());
-              vstore(DS + r * Bc + c, vzero());
-            }
-            continue;
+            ds_out = w_out = vzero();
+            return;
           }
           const i64 i = i0 + r;
-          const V vlo = vset(lo[r]), vhi = vset(hi[r]);
-          const V lse = vset(lrow[g * lb + i]), dd = vset(drow[g * lb + i]);
-          for (i64 c = 0; c < Bc; c += W) {
-            const V jf = vadd(iota, vset(static_cast<float>(c)));
-            const M in = vand(vle(vlo, jf), vlt(jf, vhi));
-            V x = vmul(vload(SB + r * Bc + c), vset(scale));
-            V tp = vset(1.0f);
-            if (prescale) {
-              alignas(64) float xs[W], ts[W];
-              vstore(xs, x);
-              const i64 mo = b * p.mask_stride[0] + h * p.mask_stride[1] + i * p.mask_stride[2];
-              for (int l = 0; l < W; ++l) {
-                ts[l] = 1.0f;
-                const i64 j = j0 + c + l;
-                if (c + l >= n) continue;
-                float s = xs[l];
-                if (p.softcap_f32 > 0) {
-                  const float th = std::tanh(s / p.softcap_f32);
-                  s = p.softcap_f32 * th;
-                  ts[l] = 1 - th * th;
-                }
-                if (p.mask_kind == SDPA_CTS_MASK_ADDITIVE) {
-                  s += load_one(t, p.mask, mo + j * p.mask_stride[3]);
-                } else if (p.mask_kind == SDPA_CTS_MASK_BOOL &&
-                           static_cast<const std::uint8_t*>(p.mask)[mo + j * p.mask_stride[3]] ==
-                               0) {
-                  s = kNegInf;
-                }
-                xs[l] = s;
+          const V jf = vadd(iota, vset(static_cast<float>(c)));
+          const M in = vand(vle(vset(lo[r]), jf), vlt(jf, vset(hi[r])));
+          V x = vmul(vload(SB + r * Bc + c), vset(scale));
+          V tp = vset(1.0f);
+          if constexpr (kPre) {
+            alignas(64) float xs[W], ts[W];
+            vstore(xs, x);
+            const i64 mo = b * p.mask_stride[0] + h * p.mask_stride[1] + i * p.mask_stride[2];
+            for (int l = 0; l < W; ++l) {
+              ts[l] = 1.0f;
+              const i64 j = j0 + c + l;
+              if (c + l >= n) continue;
+              float s = xs[l];
+              if (p.softcap_f32 > 0) {
+                const float th = std::tanh(s / p.softcap_f32);
+                s = p.softcap_f32 * th;
+                ts[l] = 1 - th * th;
               }
-              x = vload(xs);
-              tp = vload(ts);
-            }
-            const M live = vand(in, vlt(vset(kNegInf), x));  // attended, not masked to -inf
-            const V prob = vexp(vsub(x, lse));
-            V dp = vload(DS + r * Bc + c), pz = prob;
-            if (dropout) {
-              alignas(64) float zs[W];
-              for (int l = 0; l < W; ++l) {
-                const i64 j = j0 + c + l;
-                zs[l] =
-                    c + l < n && dropout_keep(p.dropout_seed, p.dropout_offset, p.dropout_threshold,
-                                              b, h, i, j, p.heads_q, p.len_q, p.len_kv)
-                        ? keep_scale
-                        : 0.0f;
+              if (p.mask_kind == SDPA_CTS_MASK_ADDITIVE) {
+                s += load_one(t, p.mask, mo + j * p.mask_stride[3]);
+              } else if (p.mask_kind == SDPA_CTS_MASK_BOOL &&
+                         static_cast<const std::uint8_t*>(p.mask)[mo + j * p.mask_stride[3]] == 0) {
+                s = kNegInf;
               }
-              const V z = vload(zs);
-              dp = vmul(z, dp);
-              // A dropped key has no term in dV (also in a NaN row).
-              pz = vselect(veq(z, vzero()), vzero(), vmul(prob, z));
+              xs[l] = s;
             }
-            // The dot path rounds them to bf16 when it packs them (the same bits but for values
-            // that would overflow or be flushed either way).
-            const DType op = Dot ? DType::f32 : t;
-            V ds = vmul(prob, vsub(dp, dd));
-            if (prescale) ds = vmul(ds, tp);
-            ds = vselect(live, as_operand(op, ds), vzero());
-            const V w = vselect(live, as_operand(op, pz), vzero());
-            bad = vadd(bad, vadd(vsub(ds, ds), vsub(w, w)));
-            vstore(DS + r * Bc + c, Dot ? vmul(ds, vset(boost)) : ds);
-            vstore(SB + r * Bc + c, Dot ? vmul(w, vset(boost)) : w);
+            x = vload(xs);
+            tp = vload(ts);
           }
+          const M live = vand(in, vlt(vset(kNegInf), x));  // attended, not masked to -inf
+          const V lse = vset(lrow[g * lb + i]);
+          const V prob = vexp(vsub(x, lse));
+          V dp = vload(DS + r * Bc + c), pz = prob;
+          if constexpr (kDrop) {
+            alignas(64) float zs[W];
+            for (int l = 0; l < W; ++l) {
+              const i64 j = j0 + c + l;
+              zs[l] =
+                  c + l < n && dropout_keep(p.dropout_seed, p.dropout_offset, p.dropout_threshold,
+                                            b, h, i, j, p.heads_q, p.len_q, p.len_kv)
+                      ? keep_scale
+                      : 0.0f;
+            }
+            const V z = vload(zs);
+            dp = vmul(z, dp);
+            // A dropped key has no term in dV (also in a NaN row).
+            pz = vselect(veq(z, vzero()), vzero(), vmul(prob, z));
+          }
+          // The dot path rounds them to bf16 when it packs them (the same bits but for values
+          // that would overflow or be flushed either way).
+          const DType op = Dot ? DType::f32 : t;
+          V ds = vmul(prob, vsub(dp, vset(drow[g * lb + i])));
+          if constexpr (kPre) ds = vmul(ds, tp);
+          ds_out = vselect(live, as_operand(op, ds), vzero());
+          w_out = vselect(live, as_operand(op, pz), vzero());
+          bad = vadd(bad, vadd(vsub(ds_out, ds_out), vsub(w_out, w_out)));
+        };
+        // The step's dS and W: f32 rows in DS and SB, or (Dot) boosted bf16 pairs of rows in
+        // DS2 and W2 and bf16 rows of dS in DSJ (the odd row's partner zero).
+        auto elementwise = [&](auto pre, auto drop) {
+          if constexpr (Dot) {
+#if defined(SDPA_SIMD_HAS_BF16_PAIRS)
+            const V vb = vset(boost);
+            for (i64 u = 0; u < pr; ++u) {
+              const bool odd = 2 * u + 1 < nr;
+              for (i64 c = 0; c < Bc; c += W) {
+                V d0, w0, d1 = vzero(), w1 = vzero();
+                terms(pre, drop, 2 * u, c, d0, w0);
+                if (odd) terms(pre, drop, 2 * u + 1, c, d1, w1);
+                d0 = vmul(d0, vb);
+                d1 = vmul(d1, vb);
+                vp_store(W2 + u * Bc + c, vp_round(vmul(w0, vb), vmul(w1, vb)));
+                vp_store(DS2 + u * Bc + c, vp_round(d0, d1));
+                vstore_bf16_flush(DSJ + 2 * u * Bc + c, d0);
+                if (odd) vstore_bf16_flush(DSJ + (2 * u + 1) * Bc + c, d1);
+              }
+            }
+#endif
+          } else {
+            for (i64 r = 0; r < nr; ++r)
+              for (i64 c = 0; c < Bc; c += W) {
+                V ds, w;
+                terms(pre, drop, r, c, ds, w);
+                vstore(DS + r * Bc + c, ds);
+                vstore(SB + r * Bc + c, w);
+              }
+          }
+        };
+        using yes = std::true_type;
+        using no = std::false_type;
+        if (prescale) {
+          if (dropout)
+            elementwise(yes{}, yes{});
+          else
+            elementwise(yes{}, no{});
+        } else if (dropout) {
+          elementwise(no{}, yes{});
+        } else {
+          elementwise(no{}, no{});
         }
         // dV_j += W^T dO_i, dK_j += dS^T Q_i (A transposed by its strides), dQ_i += dS K_j.
         if constexpr (Dot) {
 #if defined(SDPA_SIMD_HAS_BF16_PAIRS)
-          if (nr < 2 * pr) {  // the odd row's partner: zeros
-            for (i64 c = 0; c < Bc; c += W) {
-              vstore(SB + nr * Bc + c, vzero());
-              vstore(DS + nr * Bc + c, vzero());
-            }
-          }
-          for (i64 u = 0; u < pr; ++u)
-            for (i64 c = 0; c < Bc; c += 16) {
-              const float* s0 = SB + 2 * u * Bc + c;
-              const float* d0 = DS + 2 * u * Bc + c;
-              vp_store(W2 + u * Bc + c, vp_round(vload(s0), vload(s0 + Bc)));
-              vp_store(DS2 + u * Bc + c, vp_round(vload(d0), vload(d0 + Bc)));
-            }
-          for (i64 r = 0; r < nr; ++r)
-            for (i64 c = 0; c < Bc; c += 16)
-              vstore_bf16_flush(DSJ + r * Bc + c, vload(DS + r * Bc + c));
           pgemm(true, W2, 1, Bc, DO2, Dvp, pr, DV, Dvp, n, nvv);
           pgemm(true, DS2, 1, Bc, Q2, Dqp, pr, DK, Dqp, n, nq);
           pgemm(true, DSJ, Bc / 2, 1, K2, Dqp, (n + 1) / 2, DQ + (g * lb + i0) * Dqp, Dqp, nr, nq);

@@ -11,9 +11,12 @@
 
 namespace sdpa::cpu::flash {
 
-// Keys per block (the dK / dV accumulators) and query rows per block of one step.
-constexpr std::int64_t kBwdKeyBlock = 64;
-constexpr std::int64_t kBwdRowBlock = 64;
+// Keys per block (the dK / dV accumulators) and query rows per block of one step. Measured on
+// B4 H16 L=S=2048 D128 bf16 (docs/PERFORMANCE.md): 64 x 64 took 6 % longer than 128 x 128 and
+// 128 x 256 about 2 % less (longer accumulating GEMMs, fewer passes over the dQ accumulators);
+// beyond that no gain. The ci tier runs in the same time with either.
+constexpr std::int64_t kBwdKeyBlock = 128;
+constexpr std::int64_t kBwdRowBlock = 256;
 
 // Byte offsets of the arrays in one thread's backward scratch (each 64-byte aligned). Head
 // dims are padded to Dqp, Dvp (multiples of 16) with zeros.
