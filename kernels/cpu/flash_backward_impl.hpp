@@ -443,15 +443,32 @@ bool run_task(const BackwardParams& p, i64 b, i64 hk, unsigned char* scr) {
         // dS and the dV operand W = P z of row r, keys c to c + 15, zero outside the row's
         // attended keys. Pre (a mask or softcap applies) and Drop (dropout) are compile-time
         // flags, so the common case runs without their branches.
-        auto terms = [&](auto pre, auto drop, i64 r, i64 c, V& ds_out, V& w_out) {
+        // What one row's terms need, set up once per row: its attended keys in the block as
+        // floats (none: the row has no term; full: every key of the block), LSE and D.
+        struct RowTerms {
+          V lo, hi, lse, d;
+          i64 i;
+          bool none, full;
+        };
+        auto row_terms = [&](i64 r) {
+          RowTerms rt;
+          rt.i = i0 + r;
+          rt.none = !(r < nr) || lo[r] >= hi[r];
+          rt.full = !rt.none && lo[r] == 0 && hi[r] == static_cast<float>(Bc);
+          rt.lo = vset(rt.none ? 0.0f : lo[r]);
+          rt.hi = vset(rt.none ? 0.0f : hi[r]);
+          rt.lse = vset(rt.none ? 0.0f : lrow[g * lb + rt.i]);
+          rt.d = vset(rt.none ? 0.0f : drow[g * lb + rt.i]);
+          return rt;
+        };
+        auto terms = [&](auto pre, auto drop, const RowTerms& rt, i64 r, i64 c, V& ds_out,
+                         V& w_out) {
           constexpr bool kPre = decltype(pre)::value, kDrop = decltype(drop)::value;
-          if (lo[r] >= hi[r]) {
+          if (rt.none) {
             ds_out = w_out = vzero();
             return;
           }
-          const i64 i = i0 + r;
-          const V jf = vadd(iota, vset(static_cast<float>(c)));
-          const M in = vand(vle(vset(lo[r]), jf), vlt(jf, vset(hi[r])));
+          const i64 i = rt.i;
           V x = vmul(vload(SB + r * Bc + c), vset(scale));
           V tp = vset(1.0f);
           if constexpr (kPre) {
@@ -479,8 +496,13 @@ bool run_task(const BackwardParams& p, i64 b, i64 hk, unsigned char* scr) {
             x = vload(xs);
             tp = vload(ts);
           }
-          const M live = vand(in, vlt(vset(kNegInf), x));  // attended, not masked to -inf
-          const V lse = vset(lrow[g * lb + i]);
+          // attended, not masked to -inf
+          const M finite_logit = vlt(vset(kNegInf), x);
+          const M live = rt.full ? finite_logit
+                                 : vand(vand(vle(rt.lo, vadd(iota, vset(static_cast<float>(c)))),
+                                             vlt(vadd(iota, vset(static_cast<float>(c))), rt.hi)),
+                                        finite_logit);
+          const V lse = rt.lse;
           const V prob = vexp(vsub(x, lse));
           V dp = vload(DS + r * Bc + c), pz = prob;
           if constexpr (kDrop) {
@@ -501,7 +523,7 @@ bool run_task(const BackwardParams& p, i64 b, i64 hk, unsigned char* scr) {
           // The dot path rounds them to bf16 when it packs them (the same bits but for values
           // that would overflow or be flushed either way).
           const DType op = Dot ? DType::f32 : t;
-          V ds = vmul(prob, vsub(dp, vset(drow[g * lb + i])));
+          V ds = vmul(prob, vsub(dp, rt.d));
           if constexpr (kPre) ds = vmul(ds, tp);
           ds_out = vselect(live, as_operand(op, ds), vzero());
           w_out = vselect(live, as_operand(op, pz), vzero());
@@ -515,10 +537,11 @@ bool run_task(const BackwardParams& p, i64 b, i64 hk, unsigned char* scr) {
             const V vb = vset(boost);
             for (i64 u = 0; u < pr; ++u) {
               const bool odd = 2 * u + 1 < nr;
+              const RowTerms rt0 = row_terms(2 * u), rt1 = row_terms(2 * u + 1);
               for (i64 c = 0; c < Bc; c += W) {
-                V d0, w0, d1 = vzero(), w1 = vzero();
-                terms(pre, drop, 2 * u, c, d0, w0);
-                if (odd) terms(pre, drop, 2 * u + 1, c, d1, w1);
+                V d0, w0, d1, w1;
+                terms(pre, drop, rt0, 2 * u, c, d0, w0);
+                terms(pre, drop, rt1, 2 * u + 1, c, d1, w1);
                 d0 = vmul(d0, vb);
                 d1 = vmul(d1, vb);
                 vp_store(W2 + u * Bc + c, vp_round(vmul(w0, vb), vmul(w1, vb)));
@@ -529,13 +552,15 @@ bool run_task(const BackwardParams& p, i64 b, i64 hk, unsigned char* scr) {
             }
 #endif
           } else {
-            for (i64 r = 0; r < nr; ++r)
+            for (i64 r = 0; r < nr; ++r) {
+              const RowTerms rt = row_terms(r);
               for (i64 c = 0; c < Bc; c += W) {
                 V ds, w;
-                terms(pre, drop, r, c, ds, w);
+                terms(pre, drop, rt, r, c, ds, w);
                 vstore(DS + r * Bc + c, ds);
                 vstore(SB + r * Bc + c, w);
               }
+            }
           }
         };
         using yes = std::true_type;
