@@ -36,6 +36,7 @@
 #include "core/guarded_buffer.hpp"
 #include "kernels/registry.hpp"
 #include "plugins/host/plugin_set.hpp"
+#include "cli/number_checks.hpp"
 
 namespace sdpa::cli {
 
@@ -190,12 +191,12 @@ Command add_bench_command(CLI::App& parent) {
   cmd->add_option("--backend", opt->backend, "Backend name, e.g. cpu.mem_efficient")->required();
   cmd->add_option("--case", opt->case_id, "Case ID (docs/CASE_ID.md)")->required();
   cmd->add_option("--threads", opt->threads, "OpenMP threads (0 = default)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(cli::at_least(0));
   cmd->add_option("--repeat", opt->repeat, "Timed runs (best and median are printed)")
-      ->check(CLI::PositiveNumber)
+      ->check(cli::at_least(1))
       ->capture_default_str();
   cmd->add_option("--warmup", opt->warmup, "Untimed runs first")
-      ->check(CLI::NonNegativeNumber)
+      ->check(cli::at_least(0))
       ->capture_default_str();
   cmd->add_option("--simd", opt->simd, "Force a SIMD target: scalar, avx2, avx512, avx512bf16");
   cmd->add_option(

@@ -21,6 +21,7 @@
 #include "conformance/certification/sha256.hpp"
 #include "conformance/engine/case_sampler.hpp"
 #include "conformance/engine/tier.hpp"
+#include "cli/number_checks.hpp"
 
 namespace sdpa::cli {
 
@@ -176,11 +177,11 @@ Command add_bundle_verify_command(CLI::App& parent) {
   cmd->add_option("dir", opt->dir, "The bundle directory (sdpa-cts certify --out)")->required();
   cmd->add_option("--rerun", opt->rerun,
                   "Re-run N cases drawn from the bundle and compare their statuses")
-      ->check(CLI::NonNegativeNumber);
+      ->check(cli::at_least(0));
   cmd->add_option("--rerun-seed", opt->rerun_seed, "Which cases --rerun draws")
       ->capture_default_str();
   cmd->add_option("--jobs", opt->jobs, "Worker processes for the re-runs")
-      ->check(CLI::PositiveNumber);
+      ->check(cli::at_least(1));
   cmd->add_option("--plugin", opt->plugins,
                   "The plugin file of a plugin backend (its SHA-256 must be the bundle's)");
   return {cmd, [opt] { return verify(*opt); }};

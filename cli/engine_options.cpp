@@ -5,6 +5,7 @@
 #include "conformance/engine/byte_size.hpp"
 #include "conformance/engine/case_memory.hpp"
 #include "conformance/engine/case_sampler.hpp"
+#include "cli/number_checks.hpp"
 
 namespace sdpa::cli {
 
@@ -25,11 +26,11 @@ void add_case_selection_options(CLI::App* cmd, CaseSelection* s) {
   cmd->add_option("--sample", s->sample,
                   "N cases drawn by the problem sampler (every family, every generator) "
                   "instead of a tier")
-      ->check(CLI::PositiveNumber);
+      ->check(cli::at_least(1));
   cmd->add_option("--max-work", s->max_work,
                   "Work budget of a sampled case, B*Hq*L*S*max(Dqk,Dv) (default " +
                       std::to_string(conformance::SamplerOptions{}.max_work) + ")")
-      ->check(CLI::PositiveNumber);
+      ->check(cli::at_least(1));
 }
 
 void add_run_request_options(CLI::App* cmd, RunRequest* request, std::string* shard_text,
@@ -40,12 +41,12 @@ void add_run_request_options(CLI::App* cmd, RunRequest* request, std::string* sh
                   "(cores=N, isa=TARGET), or smNN:emulate=1 (the fused CUDA kernels on the "
                   "host emulator)")
       ->capture_default_str();
-  cmd->add_option("--jobs", request->jobs, "Worker processes at once")->check(CLI::PositiveNumber);
+  cmd->add_option("--jobs", request->jobs, "Worker processes at once")->check(cli::at_least(1));
   cmd->add_option("--threads", request->threads, "OpenMP threads per backend run (0 = default)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(cli::at_least(0));
   cmd->add_option("--simd", request->simd, "SIMD target: scalar, avx2, avx512, avx512bf16, or all");
   cmd->add_option("--timeout", request->timeout, "Per-case timeout in seconds")
-      ->check(CLI::PositiveNumber);
+      ->check(cli::greater_than_zero());
   cmd->add_option_function<std::string>(
          "--max-case-memory",
          [request](const std::string& text) {
@@ -81,12 +82,12 @@ void add_search_options(CLI::App* cmd, SearchOptions* o) {
       ->capture_default_str();
   cmd->add_option("--simd", o->simd, "SIMD target: scalar, avx2, avx512, avx512bf16");
   cmd->add_option("--threads", o->threads, "OpenMP threads per run (0 = default)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(cli::at_least(0));
   cmd->add_option("--jobs", o->jobs, "Worker processes at once")
-      ->check(CLI::PositiveNumber)
+      ->check(cli::at_least(1))
       ->capture_default_str();
   cmd->add_option("--timeout", o->timeout, "Seconds per case before it is a TIMEOUT")
-      ->check(CLI::PositiveNumber)
+      ->check(cli::greater_than_zero())
       ->capture_default_str();
 }
 

@@ -34,7 +34,8 @@ void add_plugin_option(CLI::App* cmd, std::vector<std::string>* paths);
 void add_case_selection_options(CLI::App* cmd, CaseSelection* selection);
 
 // Adds --jobs, --threads, --simd, --timeout, --max-case-memory, --no-isolate, --device,
-// --backend, --plugin, --shard and --expect (the options `run` and `certify` share) to `cmd`;
+// --plugin, --shard and --expect (the options `run` and `certify` share) to `cmd`; each command
+// adds its own --backend (run_command.cpp, certify_command.cpp: `run` takes several);
 // `shard_text` and `expect_file` receive --shard and --expect, for finish_run_request.
 void add_run_request_options(CLI::App* cmd, RunRequest* request, std::string* shard_text,
                              std::string* expect_file);

@@ -23,6 +23,7 @@
 #include "dispatcher/mha_path.hpp"
 #include "dispatcher/pytorch_model.hpp"
 #include "plugins/host/plugin_set.hpp"
+#include "cli/number_checks.hpp"
 
 namespace sdpa::cli {
 namespace {
@@ -317,7 +318,7 @@ Command add_explain_command(CLI::App& parent) {
       ->allow_extra_args(false);
   cmd->add_option("--sample", opt->sample,
                   "Explain N problems drawn by the sampler, one line (or JSON object) each")
-      ->check(CLI::PositiveNumber);
+      ->check(cli::at_least(1));
   cmd->add_option("--seed", opt->seed, "Seed of --sample")->capture_default_str();
   cmd->add_option("--policy", opt->policy,
                   "suite (this build's backends and rules) or pytorch (PyTorch's own picker)")

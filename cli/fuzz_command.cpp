@@ -27,6 +27,7 @@
 #include "conformance/engine/case_sampler.hpp"
 #include "core/case_id.hpp"
 #include "reports/records/status.hpp"
+#include "cli/number_checks.hpp"
 
 namespace sdpa::cli {
 namespace {
@@ -190,7 +191,7 @@ Command add_fuzz_command(CLI::App& parent) {
       "fuzz", "Search for failing cases of a backend, shrink each, print repro lines");
   add_search_options(cmd, &opt->search);
   cmd->add_option("--seconds", opt->seconds, "How long to search")
-      ->check(CLI::PositiveNumber)
+      ->check(cli::greater_than_zero())
       ->capture_default_str();
   cmd->add_option("--seed", opt->seed, "Seed of the sampled cases")->capture_default_str();
   cmd->add_option("--corpus", opt->corpus,
@@ -201,7 +202,7 @@ Command add_fuzz_command(CLI::App& parent) {
                   "linked, else search")
       ->check(CLI::IsMember({"search", "libfuzzer"}));
   cmd->add_option("--max-findings", opt->max_findings, "Stop after this many distinct findings")
-      ->check(CLI::PositiveNumber)
+      ->check(cli::at_least(1))
       ->capture_default_str();
   return {cmd, [opt] { return run(*opt); }};
 }

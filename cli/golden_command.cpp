@@ -14,6 +14,7 @@
 #include "cli/commands.hpp"
 #include "conformance/engine/golden_verify.hpp"
 #include "golden/golden_file.hpp"
+#include "cli/number_checks.hpp"
 
 namespace sdpa::cli {
 
@@ -132,11 +133,11 @@ Command add_golden_verify_command(CLI::App& parent) {
   cmd->add_option("--max-ulps", opt->max_ulps,
                   "Reference agreement limit c, in f64 ulps of the error magnitude")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(cli::at_least(0));
   cmd->add_option("--filter", opt->filter, "Only cases whose ID contains this text");
   cmd->add_flag("--quiet", opt->quiet, "Print only failures and the summary");
   cmd->add_option("--threads", opt->threads, "OpenMP threads (0 = default)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(cli::at_least(0));
   return {cmd, [opt] { return run(*opt); }};
 }
 

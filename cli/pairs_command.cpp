@@ -20,6 +20,7 @@
 #include "reports/merge.hpp"
 #include "golden/golden_file.hpp"
 #include "kernels/registry.hpp"
+#include "cli/number_checks.hpp"
 
 namespace sdpa::cli {
 namespace {
@@ -191,11 +192,11 @@ Command add_pairs_command(CLI::App& parent) {
   cmd->add_option("--backends", opt->backends, "Backends, comma-separated")->capture_default_str();
   cmd->add_option("--generate", opt->generate, "Write the covering tier to this file first");
   cmd->add_option("--list-uncovered", opt->list_uncovered, "Uncovered pairs to list per backend")
-      ->check(CLI::NonNegativeNumber)
+      ->check(cli::at_least(0))
       ->capture_default_str();
   cmd->add_option("--list-impossible", opt->list_impossible,
                   "Pairs no runnable case can have, to list per backend")
-      ->check(CLI::NonNegativeNumber)
+      ->check(cli::at_least(0))
       ->capture_default_str();
   return {cmd, [opt] { return run(*opt); }};
 }

@@ -13,6 +13,7 @@
 #include "conformance/engine/data_gen.hpp"
 #include "core/case_id.hpp"
 #include "reference/sdpa_reference.hpp"
+#include "cli/number_checks.hpp"
 
 namespace sdpa::cli {
 
@@ -146,9 +147,9 @@ Command add_reference_command(CLI::App& parent) {
   cmd->add_flag("--json", opt->json, "Print one JSON object");
   cmd->add_option("--precision", opt->precision, "f64 or binary128")->capture_default_str();
   cmd->add_option("--threads", opt->threads, "OpenMP threads (0 = default)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(cli::at_least(0));
   cmd->add_option("--repeat", opt->repeat, "Runs to time (best and median are printed)")
-      ->check(CLI::PositiveNumber);
+      ->check(cli::at_least(1));
   return {cmd, [opt] { return run(*opt); }};
 }
 

@@ -104,6 +104,13 @@ BundleCheck check_bundle(const std::string& dir) {
     problem("'" + dir + "' is not a directory");
     return out;
   }
+  // A folder with neither a manifest nor a digest list is not a bundle at all: one message
+  // saying so, not a list of every file in it as unlisted.
+  if (!fs::exists(root / kManifestFile, ec) && !fs::exists(root / kDigestsFile, ec)) {
+    problem("'" + dir + "' is not a certification bundle (no " + kManifestFile + " and no " +
+            kDigestsFile + "; sdpa-cts certify --out writes one)");
+    return out;
+  }
   // 1. Digests: every listed file present and unchanged, no file unlisted.
   std::map<std::string, std::string> digests;
   if (auto sums = read_text(root / kDigestsFile)) {

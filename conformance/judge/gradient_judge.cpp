@@ -5,6 +5,7 @@
 #include <sstream>
 #include <utility>
 
+#include "conformance/judge/forward_properties.hpp"
 #include "conformance/judge/gradient_tolerance.hpp"
 #include "reference/sdpa_backward.hpp"
 
@@ -49,7 +50,7 @@ GradientOutcome judge_gradients(const Backend& backend, const Problem& p, InputB
   GradientBuffers grads = make_gradient_outputs(p);
   GradientBuffers again = make_gradient_outputs(p);
   RunOptions other = options;
-  other.threads = options.threads == 1 ? 3 : 1;
+  other.threads = other_thread_count(options);
   try {
     for (auto [g, o] :
          {std::pair{&grads, &options}, std::pair{&again, static_cast<const RunOptions*>(&other)}}) {
@@ -78,13 +79,10 @@ GradientOutcome judge_gradients(const Backend& backend, const Problem& p, InputB
       !std::equal(grads.dbias->region(), grads.dbias->region() + grads.dbias->region_size(),
                   again.dbias->region()))
     differs = "dbias";
-  const auto threads_text = [](int t) {
-    return t > 0 ? std::to_string(t) : std::string("default");
-  };
   if (!differs.empty() && backend.capabilities().deterministic) {
     return failed("the backward is not bitwise deterministic although the backend declares it: " +
                   differs + " differs between " + threads_text(options.threads) + " and " +
-                  threads_text(other.threads) + " threads");
+                  threads_text(other.threads));
   }
 
   const std::vector<double> d_out = logical_d_out(p, *in.d_out);
@@ -194,8 +192,7 @@ GradientOutcome judge_gradients(const Backend& backend, const Problem& p, InputB
     out.message = "gradient error/tolerance " + num(out.worst_ratio) + " at " + out.worst_where;
   } else if (out.nondeterministic) {
     out.message = "the backward is not bitwise deterministic: " + differs + " differs between " +
-                  threads_text(options.threads) + " and " + threads_text(other.threads) +
-                  " threads";
+                  threads_text(options.threads) + " and " + threads_text(other.threads);
   }
   return out;
 }

@@ -67,7 +67,7 @@ GradientTolerances gradient_tolerances(const Problem& p, const InputPointers& in
         const std::int64_t row = (b * H + h) * L + i;
         const double lse = forward.lse[n(row)];
         if (!std::isfinite(lse)) continue;  // no attended key (exact zeros) or a NaN row
-        const double tol_lse = lse_tolerance(ff, forward, row);
+        const double tol_lse = lse_tolerance(ff, forward, row, ff.u_lse_held);
         const double* qi = hd.q.data() + i * Dq;
         const double* doi = d_out.data() + row * Dv;
         const double* oi = forward.o.data() + row * Dv;

@@ -7,12 +7,14 @@
 // dS (0 when the contract keeps them in the accumulator), k_E = safety sqrt(Dqk),
 // k_V = safety sqrt(Dv), k_x the forward's exp/rescale factor, and for one attended (i, j):
 //
-//   delta_ij = u_a (k_x (1 + |s_ij|) + k_E a_ij) + lse_factor tol_LSE(i)   relative error of P
+//   delta_ij = u_a (k_x (1 + |s_ij|) + k_E a_ij) + lse_factor tol_LSE'(i)  relative error of P
 //   e_D(i)   = k_V u_a sum_d |dO_id O_id| + sum_d |dO_id| tol_O(i, d)      error of D = dO . O
 //   e_dS(ij) = t'_ij P_ij (delta_ij |dP_ij - D_i| + z_ij k_V u_a sum_d |dO_id V_jd| + e_D(i))
 //              + |dS_ij| ((u_p + r_dS u_a) t'_ij + e_t'(ij))                error of dS
 //
-// (t' is softcap's derivative 1 - tanh^2, 1 without softcap, and e_t' its error: the logit's
+// (tol_LSE' is the LSE's bound with its own rounding u_held, lse_held_rounding(): f32's when
+// the case asks for the LSE, which the backward may read back, else the accumulator's;
+// t' is softcap's derivative 1 - tanh^2, 1 without softcap, and e_t' its error: the logit's
 // error through 2 |tanh| t' plus r_t' u_a of its own roundings; r_dS and r_t' are the table's
 // grad_ds_roundings and grad_softcap_roundings; z_ij the
 // dropout multiplier 0 or 1 / (1 - p)), then for each gradient the sum of its terms' errors

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "conformance/judge/forward_properties.hpp"
 #include "conformance/judge/gradient_judge.hpp"
 #include "conformance/judge/magnitudes.hpp"
 #include "conformance/judge/memory_space.hpp"
@@ -217,7 +218,8 @@ CaseOutcome judge(const Backend& backend, const Problem& p, InputBuffers& in, co
       // over the row) stands for both, twice (table 2026-12-2; before it the logit term was
       // missing and correct weights failed at large logits, Dqk or scale).
       const std::int64_t row = static_cast<std::int64_t>(x) / std::max<std::int64_t>(S, 1);
-      const double logit_rel = table.weights_lse_factor * lse_tolerance(wf, ref, row);
+      const double logit_rel =
+          table.weights_lse_factor * lse_tolerance(wf, ref, row, wf.u_lse_held);
       double tol =
           dtype_unit_roundoff(p.dtype) * (table.weights_p_growth + std::fabs(want)) *
               std::fabs(want) +
@@ -238,6 +240,15 @@ CaseOutcome judge(const Backend& backend, const Problem& p, InputBuffers& in, co
     out.message = "error/tolerance " + num(out.worst_ratio) + " at " + out.worst_where;
     return out;
   }
+  // The declared forward properties (deterministic, batch_invariant), verified by running again.
+  const ForwardPropertyOutcome props =
+      check_forward_properties(backend, p, in, outputs, device, options);
+  if (props.failure) {
+    out.status = Status::fail;
+    out.message = *props.failure;
+    return out;
+  }
+  if (!props.note.empty()) out.message = props.note;
   if (p.backward) {
     if (!in.d_out) throw std::invalid_argument("a backward case's inputs have no dO");
     const GradientOutcome g = judge_gradients(backend, p, in, outputs, placed->get(), ref, device,

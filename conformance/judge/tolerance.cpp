@@ -55,6 +55,7 @@ ToleranceFactors tolerance_factors(const Problem& p, const PrecisionContract& c,
   // spacing in absolute terms, which a V near the maximum turns into a visible output error
   // (table 2026-12-3; found with P < 2^-126 times |V| ~ 2^127, where every f32 kernel has
   // only a few significant bits of P).
+  f.u_lse_held = lse_held_rounding(p, c);
   f.u_sub = 0.5 * (subnormal_spacing(c.accumulate) +
                    (c.p_type == c.accumulate ? 0.0 : subnormal_spacing(c.p_type)));
   return f;
@@ -70,9 +71,14 @@ double output_tolerance(const ToleranceFactors& f, const reference::Result& r, s
   return f.u_out * std::fabs(r.o[x]) + std::ldexp(scaled, e) + f.floor;
 }
 
-double lse_tolerance(const ToleranceFactors& f, const reference::Result& r, std::int64_t row) {
+double lse_held_rounding(const Problem& p, const PrecisionContract& c) {
+  return p.want_lse ? kLseOutputRounding : dtype_unit_roundoff(c.accumulate);
+}
+
+double lse_tolerance(const ToleranceFactors& f, const reference::Result& r, std::int64_t row,
+                     double u_held) {
   const auto x = static_cast<std::size_t>(row);
-  return std::ldexp(std::fabs(r.lse[x]), -24) + f.k_l * f.u_acc + f.k_x * f.u_acc * r.lse_mag_c[x] +
+  return u_held * std::fabs(r.lse[x]) + f.k_l * f.u_acc + f.k_x * f.u_acc * r.lse_mag_c[x] +
          f.k_e * f.u_acc * r.lse_mag_g[x];
 }
 

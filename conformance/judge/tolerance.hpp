@@ -12,9 +12,11 @@
 // output type's subnormal spacing plus (S_b + 1) of the accumulator's (rounding of results
 // in the subnormal range is absolute, not relative). The LSE bound:
 //
-//   tol_lse = 2^-24 |LSE| + k_L u_acc + k_x u_acc lse_mag_c + k_E u_acc lse_mag_g
+//   tol_lse = u_held |LSE| + k_L u_acc + k_x u_acc lse_mag_c + k_E u_acc lse_mag_g
 //
-// with k_L = safety * sqrt(S_b) (the row sum's accumulation, never a tensor core's).
+// with k_L = safety * sqrt(S_b) (the row sum's accumulation, never a tensor core's) and u_held
+// the rounding of the type the LSE is held in: 2^-24 for the f32 output; for the LSE inside
+// the weights and the backward's P, lse_held_rounding().
 //
 // The factors are data (ToleranceTable) with a version, so a report can say which table
 // judged it.
@@ -33,7 +35,7 @@ namespace sdpa::conformance {
 // with its reason in docs/CONFORMANCE.md ("Versions of the table"); the version is in every
 // report and bundle.
 struct ToleranceTable {
-  std::string version = "2026-12-8";  // bump when any constant below changes
+  std::string version = "2026-12-9";  // bump when any constant below changes
   double safety = 4.0;                // multiplies the probabilistic growth factors
 
   // Attention weights P = exp(s - LSE): tol = u_out (weights_p_growth + P) P
@@ -67,7 +69,21 @@ struct ToleranceFactors {
   double k_l = 0;                        // growth of the LSE's row sum
   double u_sub = 0;                      // absolute error of an underflowing P, per |V|
   double floor = 0;                      // absolute floor
+  // The rounding of the LSE that the weights and the backward's P = exp(s - LSE) are computed
+  // from (lse_held_rounding below).
+  double u_lse_held = 0;
 };
+
+// The unit roundoff of the LSE output, which is f32 whatever the dtype (params.h).
+inline constexpr double kLseOutputRounding = 0x1p-24;
+
+// The rounding of the LSE that P is recomputed from, for the weights' and the gradients'
+// bounds, derived from the contract and the case: when the case asks for the LSE output, the
+// kernel may read back the f32 LSE it wrote (FlashAttention's backward does), so f32's 2^-24;
+// otherwise the LSE never leaves the kernel and is held in its accumulator type (u_acc: 2^-53
+// for an f64-accumulating contract, where a fixed 2^-24 made the gradients' bound about 1e-7
+// relative and let a backward that rounds dS to f32 pass every f64 case; table 2026-12-9).
+double lse_held_rounding(const Problem& p, const PrecisionContract& c);
 
 // The worst-case error of a sum of n products through the contract's tensor-core block FMAs,
 // in units of u_acc times the sum of the products' magnitudes: per block, each of its
@@ -84,6 +100,9 @@ ToleranceFactors tolerance_factors(const Problem& p, const PrecisionContract& c,
 // [B, Hq, L] flattened.
 double output_tolerance(const ToleranceFactors& f, const reference::Result& r, std::int64_t row,
                         std::int64_t d, std::int64_t dv);
-double lse_tolerance(const ToleranceFactors& f, const reference::Result& r, std::int64_t row);
+// Bound of the row's LSE held with unit roundoff `u_held`: the f32 output's (the default) for
+// the LSE output itself, f.u_lse_held for the LSE inside the weights' and the gradients' P.
+double lse_tolerance(const ToleranceFactors& f, const reference::Result& r, std::int64_t row,
+                     double u_held = kLseOutputRounding);
 
 }  // namespace sdpa::conformance

@@ -1,9 +1,13 @@
 // The CUDA backends: capabilities and supports() follow PyTorch's SDPA picker
 // (docs/DISPATCH.md lists every rule and its reason text), so the dispatcher and the
-// conformance matrix can decide for any simulated GPU. Kernels: cuda.math, in a build with
-// CUDA (SDPA_CTS_CUDA, docs/KERNELS.md "CUDA"), unverified on hardware until a GPU check
-// has run; the others' run() throws std::runtime_error("cuda.flash: this build has no CUDA
-// kernels").
+// conformance matrix can decide for any simulated GPU. Kernels (docs/KERNELS.md, "CUDA", says
+// what has been judged on a GPU): in a build with CUDA (SDPA_CTS_CUDA), cuda.math runs
+// math_kernel.cu (cuBLAS and a softmax kernel), cuda.flash flash_kernel.cu and
+// cuda.mem_efficient mem_efficient_kernel.cu; on an emulated GPU (device option emulate=1,
+// any build) cuda.flash and cuda.mem_efficient run the same kernel bodies on the host
+// emulator, and cuda.math declines. Without CUDA and off the emulator their run() throws
+// std::runtime_error("<name>: this build has no CUDA kernels (...)"). cuda.cudnn models
+// PyTorch's choice only: its run() always throws (no cuDNN kernel in this suite).
 #pragma once
 
 #include <string>

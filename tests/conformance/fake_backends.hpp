@@ -2,6 +2,7 @@
 // rounded to the output type) and deliberately broken ones.
 #pragma once
 
+#include <cmath>
 #include <csignal>
 #include <cstring>
 #include <stdexcept>
@@ -24,6 +25,10 @@ enum class Fault {
   skip_last_row,  // leaves the last query row unwritten
   writes_margin,  // correct, plus one element written just before O's element 0
   writes_input,   // correct, plus one element of Q overwritten
+  // Within the bound, but O's first element one unit in the last place off (toward +inf) ...
+  thread_dependent,  // ... unless run at 1 thread: bits that follow the thread count
+  batch_dependent,   // ... when the batch has more than one element: bits that follow the batch
+  lse_thread_dependent,  // the LSE's first entry so, unless run at 1 thread
 };
 
 class FakeBackend : public Backend {
@@ -33,6 +38,12 @@ class FakeBackend : public Backend {
     caps_.dtypes = {DType::f64, DType::f32, DType::f16, DType::bf16};
     caps_.weights_output = false;
     caps_.memory = memory;
+  }
+  // Declares the forward properties the judge verifies (conformance/judge/forward_properties.hpp).
+  FakeBackend& declare(bool deterministic, bool batch_invariant) {
+    caps_.deterministic = deterministic;
+    caps_.batch_invariant = batch_invariant;
+    return *this;
   }
   std::string_view name() const override { return name_; }
   const Capabilities& capabilities() const override { return caps_; }
@@ -49,7 +60,8 @@ class FakeBackend : public Backend {
     if (fault_ == Fault::declines) s.decline("this fake declines everything");
     return s;
   }
-  void run(const Problem& p, const Buffers& b, const Device&, const RunOptions&) const override {
+  void run(const Problem& p, const Buffers& b, const Device&,
+           const RunOptions& options) const override {
     if (fault_ == Fault::crash) std::raise(SIGSEGV);
     if (fault_ == Fault::hang) std::this_thread::sleep_for(std::chrono::hours(1));
     if (fault_ == Fault::throws) throw std::runtime_error("fake failure");
@@ -69,12 +81,18 @@ class FakeBackend : public Backend {
             double x = r.o[static_cast<std::size_t>(((bb * H + h) * L + i) * Dv + d)];
             if (fault_ == Fault::zero_output) x = 0;
             if (fault_ == Fault::bf16_rounding) x = bf16_to_float(double_to_bf16(x));
+            const bool first = bb == 0 && h == 0 && i == 0 && d == 0;
+            if (first && ((fault_ == Fault::thread_dependent && options.threads != 1) ||
+                          (fault_ == Fault::batch_dependent && p.batch > 1)))
+              x = std::nextafter(static_cast<float>(x), INFINITY);
             store_from_double(p.dtype, b.o, off, x);
           }
         }
     }
     if (p.want_lse) {
       for (std::size_t x = 0; x < r.lse.size(); ++x) b.lse[x] = static_cast<float>(r.lse[x]);
+      if (fault_ == Fault::lse_thread_dependent && options.threads != 1 && !r.lse.empty())
+        b.lse[0] = std::nextafter(b.lse[0], INFINITY);
     }
     if (fault_ == Fault::writes_margin) store_from_double(p.dtype, b.o, -1, 0.0);
     if (fault_ == Fault::writes_input) store_from_double(p.dtype, const_cast<void*>(b.q), 0, 7.0);

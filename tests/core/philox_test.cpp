@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 
 namespace sdpa {
 namespace {
@@ -86,6 +87,42 @@ TEST(Philox, KeepMatchesTheDocumentedCounterAndKey) {
         }
   EXPECT_GT(kept, 0);
   EXPECT_LT(kept, 2 * Hq * L * S);
+}
+
+// The keep-mask's layout pinned by known answers, the table of docs/SEMANTICS.md ("Dropout
+// keep-mask"): seed 0x0123456789abcdef is key {0x89abcdef, 0x01234567} (low half in word 0);
+// the counter is offset + ((b * Hq + h) * L + i) * S + j, low half in word 0, high half in
+// word 1, words 2 and 3 zero; keep compares output word 0 with the threshold.
+TEST(Philox, KeepMaskLayoutKnownAnswers) {
+  struct KeepVector {
+    std::uint64_t offset;
+    std::int64_t b, h, i, j;
+    PhiloxCounter counter;  // the counter words of (offset, b, h, i, j)
+    PhiloxCounter out;      // philox4x32_10(counter, key)
+    bool keep;              // at p = 0.5
+  };
+  const std::uint64_t seed = 0x0123456789abcdefull;
+  const PhiloxKey key{0x89abcdefu, 0x01234567u};
+  const std::int64_t Hq = 3, L = 5, S = 7;
+  const std::uint32_t t = dropout_threshold(0.5);
+  ASSERT_EQ(t, 0x80000000u);
+  const KeepVector vectors[] = {
+      {0, 0, 0, 0, 0, {0u, 0u, 0u, 0u}, {0xb850222eu, 0xc58cb04bu, 0x14a7a020u, 0x7a84fff9u}, true},
+      {0, 1, 2, 3, 4, {0xc8u, 0u, 0u, 0u}, {0x5b8ea629u, 0x6e92b2e0u, 0x0107ed45u, 0xd2ea1fc0u},
+       false},
+      // 0xffffffff + 200 carries into counter word 1.
+      {0xffffffffull, 1, 2, 3, 4, {0xc7u, 1u, 0u, 0u},
+       {0x861ae443u, 0xdba66991u, 0xc9df41b8u, 0x4d4c11cau}, true}};
+  for (const KeepVector& v : vectors) {
+    const std::string at = "offset " + std::to_string(v.offset) + ", (b, h, i, j) = (" +
+                           std::to_string(v.b) + ", " + std::to_string(v.h) + ", " +
+                           std::to_string(v.i) + ", " + std::to_string(v.j) + ")";
+    EXPECT_EQ(philox4x32_10(v.counter, key), v.out) << at;
+    EXPECT_EQ(dropout_keep(seed, v.offset, t, v.b, v.h, v.i, v.j, Hq, L, S), v.keep) << at;
+    // Output word 0 is the one compared: a threshold equal to it keeps, one above it drops.
+    EXPECT_TRUE(dropout_keep(seed, v.offset, v.out[0], v.b, v.h, v.i, v.j, Hq, L, S)) << at;
+    EXPECT_FALSE(dropout_keep(seed, v.offset, v.out[0] + 1u, v.b, v.h, v.i, v.j, Hq, L, S)) << at;
+  }
 }
 
 // keep = u >= threshold exactly: a threshold equal to the first output word keeps, one above

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -161,6 +162,49 @@ TEST(Problem, EffectiveScale) {
   EXPECT_EQ(effective_scale(p), -2.0);
   p.scale = 0.0;
   EXPECT_EQ(effective_scale(p), 0.0);
+}
+
+// Whether x is the double nearest to 1 / sqrt(d), decided exactly: with x = m 2^e (m odd or
+// even, 53 bits), the two midpoints (2m -+ 1) 2^(e-1) must bracket 1 / sqrt(d), i.e.
+// (2m - 1)^2 d < 2^(2 - 2e) < (2m + 1)^2 d, in 128-bit integers (d <= 1024 keeps every product
+// below 2^120).
+bool nearest_to_inverse_sqrt(double x, std::int64_t d) {
+  int e = 0;
+  const double frac = std::frexp(x, &e);  // x = frac 2^e, frac in [0.5, 1)
+  const auto m = static_cast<unsigned __int128>(std::ldexp(frac, 53));
+  e -= 53;  // x = m 2^e
+  const int shift = 2 - 2 * e;
+  const unsigned __int128 one = static_cast<unsigned __int128>(1) << shift;
+  const auto lo = (2 * m - 1) * (2 * m - 1) * static_cast<unsigned __int128>(d);
+  const auto hi = (2 * m + 1) * (2 * m + 1) * static_cast<unsigned __int128>(d);
+  return lo < one && one < hi;
+}
+
+// The default scale is 1.0 / sqrt(Dqk) evaluated in f64 with two roundings (the square root,
+// then the quotient), as PyTorch computes it; docs/SEMANTICS.md step 2 says so and names the
+// head dims where that is one ulp from the correctly rounded value. Both facts pinned here.
+TEST(Problem, DefaultScaleIsTwoRoundingsAsDocumented) {
+  Problem p = base();
+  p.scale.reset();
+  std::vector<std::int64_t> not_nearest;
+  for (std::int64_t d = 1; d <= 1024; ++d) {
+    p.head_dim_qk = d;
+    const double x = effective_scale(p);
+    EXPECT_EQ(x, 1.0 / std::sqrt(static_cast<double>(d))) << "Dqk = " << d;
+    const double up = std::nextafter(x, 1.0), down = std::nextafter(x, 0.0);
+    // One ulp at most from the nearest: x or a neighbour is the nearest double.
+    EXPECT_TRUE(nearest_to_inverse_sqrt(x, d) || nearest_to_inverse_sqrt(up, d) ||
+                nearest_to_inverse_sqrt(down, d))
+        << "Dqk = " << d;
+    if (!nearest_to_inverse_sqrt(x, d)) not_nearest.push_back(d);
+  }
+  ASSERT_EQ(not_nearest.size(), 218u);
+  EXPECT_EQ((std::vector<std::int64_t>(not_nearest.begin(), not_nearest.begin() + 7)),
+            (std::vector<std::int64_t>{2, 3, 6, 7, 8, 12, 15}));
+  for (std::int64_t d : {32, 128})
+    EXPECT_NE(std::find(not_nearest.begin(), not_nearest.end(), d), not_nearest.end()) << d;
+  for (std::int64_t d : {1, 4, 16, 64, 256})  // exact powers: no rounding at all
+    EXPECT_EQ(std::find(not_nearest.begin(), not_nearest.end(), d), not_nearest.end()) << d;
 }
 
 TEST(Problem, DropoutProbability) {

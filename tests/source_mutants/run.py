@@ -18,7 +18,8 @@ of the repository, rebuilds incrementally, runs the chosen mechanisms and puts t
 
 A mutant that does not build is listed as such and counted in no denominator's kills.
   python3 tests/source_mutants/run.py                      # gate over the whole catalog
-  python3 tests/source_mutants/run.py --mechanisms gate,pairs,fuzz --markdown docs/SOURCE-MUTANTS.md
+  python3 tests/source_mutants/run.py --mechanisms gate --markdown docs/MUTANTS.md  # its gate table
+  python3 tests/source_mutants/run.py --mechanisms pairs,fuzz --markdown docs/MUTANTS.md --block pairs-fuzz
   python3 tests/source_mutants/run.py --only ID [--only ID]  # some mutants
   python3 tests/source_mutants/run.py --in-place --only ID   # CI: in this checkout, files restored
 """

@@ -28,6 +28,7 @@ enum class GradFault {
   writes_o,
   throws,
   thread_dependent,
+  rounds_to_f32,          // every dQ and dK element rounded to f32 (in an f64 problem)
   dbias_first_head_only,  // d bias of an H-broadcast mask from head 0's dS alone
   unwritten_dbias
 };
@@ -51,7 +52,12 @@ class GradFake : public Backend {
   }
   std::string_view name() const override { return "grad-fake"; }
   const Capabilities& capabilities() const override { return caps_; }
-  PrecisionContract precision(DType t) const override { return forward_.precision(t); }
+  // The forward's contract; the backward keeps P and dS in the accumulator (f64 for f64).
+  PrecisionContract precision(DType t) const override {
+    PrecisionContract c = forward_.precision(t);
+    c.ds_type = c.accumulate;
+    return c;
+  }
   Support supports(const Problem& p, const Device& d) const override {
     Support s;
     check_capabilities(caps_, p, d, s);
@@ -94,6 +100,9 @@ class GradFake : public Backend {
               if (fault_ == GradFault::moved && planted && std::string(name) == "dk")
                 x += plant_.delta;
               if (fault_ == GradFault::nan_dv && planted && std::string(name) == "dv") x = NAN;
+              // dS rounded to f32 before the products: dQ and dK carry f32's relative error.
+              if (fault_ == GradFault::rounds_to_f32 && std::string(name) != "dv")
+                x = static_cast<float>(x);
               // A sum whose order follows the thread count: one unit in the last place of
               // the planted dK element moves with it (within the bound).
               if (fault_ == GradFault::thread_dependent && planted && options.threads != 1 &&
@@ -237,6 +246,33 @@ TEST(GradientJudge, AThrowingBackwardIsAFail) {
   const CaseOutcome o = judge_case(GradFake(GradFault::throws), kCase);
   EXPECT_EQ(o.status, Status::fail);
   EXPECT_NE(o.message.find("fake backward failure"), std::string::npos) << o.message;
+}
+
+// An f64-accumulating contract is judged near f64's precision: a backward that rounds to f32
+// FAILs it, with the LSE output and without (the f32 LSE's rounding no longer enters P's
+// error in the second; table 2026-12-9), while the exact gradients pass. Before 2026-12-9 P's
+// error carried 2^-24 |LSE| always and this plant passed every f64 case.
+TEST(GradientJudge, AnF64BackwardThatRoundsToF32FailsItsF64Contract) {
+  for (const char* id : {"b2.hq4.hkv2.l13.s29.dqk16.dv8.f64.causal=br.bwd.seed3.gen=normal",
+                         "b1.hq2.hkv1.l9.s17.dqk8.dv8.f64.bwd.seed5.gen=normal"}) {
+    const CaseOutcome exact = judge_case(GradFake(GradFault::none), id);
+    EXPECT_EQ(exact.status, Status::pass) << id << ": " << exact.message;
+    const CaseOutcome planted = judge_case(GradFake(GradFault::rounds_to_f32), id);
+    EXPECT_EQ(planted.status, Status::fail) << id << ": " << planted.message;
+    EXPECT_NE(planted.message.find("gradient error/tolerance"), std::string::npos)
+        << planted.message;
+    EXPECT_GT(planted.worst_ratio, 100.0) << id;  // far beyond, not at the edge
+  }
+  // Where the f32 LSE output may be read back, its rounding stays in P's error.
+  Problem p = parse_case_id_or_throw("b1.hq1.l4.s8.dqk8.f64.bwd.seed1.gen=normal").problem;
+  PrecisionContract f64;
+  f64.accumulate = f64.p_type = f64.ds_type = DType::f64;
+  EXPECT_EQ(lse_held_rounding(p, f64), 0x1p-53);
+  p.want_lse = true;
+  EXPECT_EQ(lse_held_rounding(p, f64), 0x1p-24);
+  PrecisionContract f32;
+  p.want_lse = false;
+  EXPECT_EQ(lse_held_rounding(p, f32), 0x1p-24);
 }
 
 TEST(GradientJudge, ABackendWithoutABackwardDeclinesBackwardCases) {

@@ -11,7 +11,7 @@ namespace {
 
 TEST(Tolerance, TableVersionNamesItsConstants) {
   const ToleranceTable t;
-  ASSERT_EQ(t.version, "2026-12-8") << "a new version: update the constants below with it";
+  ASSERT_EQ(t.version, "2026-12-9") << "a new version: update the constants below with it";
   EXPECT_EQ(t.safety, 4.0);
   EXPECT_EQ(t.weights_p_growth, 4.0);
   EXPECT_EQ(t.weights_acc_roundings, 64.0);
