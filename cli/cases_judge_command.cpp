@@ -10,6 +10,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/engine_options.hpp"
+#include "conformance/engine/outcome_record.hpp"
 #include "conformance/judge/judge.hpp"
 #include "conformance/judge/tolerance.hpp"
 #include "core/shell_quote.hpp"

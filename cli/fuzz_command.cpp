@@ -26,7 +26,7 @@
 #include "cli/libfuzzer_engine.hpp"
 #include "conformance/engine/case_sampler.hpp"
 #include "core/case_id.hpp"
-#include "reports/records/status.hpp"
+#include "core/verdict.hpp"
 #include "cli/number_checks.hpp"
 
 namespace sdpa::cli {

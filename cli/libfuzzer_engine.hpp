@@ -11,7 +11,7 @@
 #include <string>
 
 #include "cli/engine_options.hpp"
-#include "reports/records/status.hpp"
+#include "core/verdict.hpp"
 
 namespace sdpa::cli {
 

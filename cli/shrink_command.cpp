@@ -12,7 +12,7 @@
 #include "cli/engine_options.hpp"
 #include "conformance/engine/case_memory.hpp"
 #include "core/case_id.hpp"
-#include "reports/records/status.hpp"
+#include "core/verdict.hpp"
 
 namespace sdpa::cli {
 namespace {

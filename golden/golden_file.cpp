@@ -505,12 +505,12 @@ GoldenCase GoldenFile::load(const std::string& id, Outputs outputs) const {
       info().precision_digits,
       h5::string_attribute(w, g.get(), "", "family").value_or(""),
       h5::string_attribute(w, g.get(), "", "data").value_or(""),
-      h5::string_attribute(w, g.get(), "", "note").value_or("")};
-  out.dq = std::move(dq);
-  out.dk = std::move(dk);
-  out.dv = std::move(dv);
-  out.has_gradients = has_gradients;
-  out.dbias = std::move(dbias);
+      h5::string_attribute(w, g.get(), "", "note").value_or(""),
+      std::move(dq),
+      std::move(dk),
+      std::move(dv),
+      has_gradients,
+      std::move(dbias)};
   return out;
 }
 

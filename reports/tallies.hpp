@@ -1,6 +1,6 @@
 // The tallies every report shows: counts per backend, err/tol bins, worst cases and the
 // backend x feature matrix. Reports never judge: they only group and count what the judge
-// decided (the status vocabulary is reports/records/status.hpp).
+// decided (the status vocabulary is core/verdict.hpp).
 #pragma once
 
 #include <array>

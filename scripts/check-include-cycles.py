@@ -5,7 +5,10 @@ Policy: every top-level folder is a library (or a set of libraries) and data flo
 way. An edge A -> B exists when a file under A/ has `#include "B/..."`. The check fails
   * on any cycle in that graph (printed with one file per edge, so the fix is findable);
   * when a product folder includes from tests/ (tests depend on the product, never the
-    reverse).
+    reverse);
+  * when a folder named in FORBIDDEN includes from the folder it must not know (the judge
+    gives verdicts and the reports write them: neither includes the other, both use
+    core/verdict.hpp).
 Usage: check-include-cycles.py [REPO_ROOT] [--print-graph]
 Standard library only, so .ci/run can call it before anything is installed.
 """
@@ -16,6 +19,26 @@ import sys
 SOURCE_SUFFIXES = (".c", ".h", ".cpp", ".hpp", ".cu", ".cuh", ".inc")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([A-Za-z0-9_]+)/')
 SKIP_DIRS = {".git", "build", "out", "third_party", "_deps"}
+# (folder, folder it must not include from, why): sub-folder rules the folder graph cannot see.
+FORBIDDEN = [
+    ("conformance/judge", "reports", "the judge's verdicts are core/verdict.hpp; records are the engine's"),
+]
+
+
+def forbidden_includes(root):
+    """Yields one problem per file of a FORBIDDEN folder that includes what it must not."""
+    for folder, target, why in FORBIDDEN:
+        for dirpath, dirnames, filenames in os.walk(os.path.join(root, folder)):
+            dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
+            for name in sorted(filenames):
+                if not name.endswith(SOURCE_SUFFIXES):
+                    continue
+                path = os.path.join(dirpath, name)
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    for n, line in enumerate(f, 1):
+                        m = INCLUDE.match(line)
+                        if m and m.group(1) == target:
+                            yield f"{os.path.relpath(path, root)}:{n} includes from {target}/ ({why})"
 
 
 def top_level_folders(root):
@@ -90,6 +113,7 @@ def main(argv):
     for (a, b), where in sorted(edges.items()):
         if b == "tests" and a != "tests":
             problems.append(f"{a}/ includes from tests/ ({where}); the product may not depend on its tests")
+    problems.extend(forbidden_includes(root))
     for scc in find_cycles(edges):
         lines = [f"include cycle between top-level folders: {', '.join(scc)}"]
         for (a, b), where in sorted(edges.items()):

@@ -17,6 +17,7 @@
 #include "conformance/engine/case_memory.hpp"
 #include "conformance/engine/check_case.hpp"
 #include "conformance/engine/golden_verify.hpp"
+#include "conformance/engine/outcome_record.hpp"
 #include "core/shell_quote.hpp"
 #include "golden/golden_file.hpp"
 #include "kernels/registry.hpp"

@@ -36,8 +36,8 @@ std::optional<std::string> run_into(const Backend& backend, const Problem& p, In
 Problem first_batch_element(const Problem& p) {
   Problem one = p;
   one.batch = 1;
-  if (!one.seqlens_q.empty()) one.seqlens_q.resize(1);
-  if (!one.seqlens_kv.empty()) one.seqlens_kv.resize(1);
+  if (!p.seqlens_q.empty()) one.seqlens_q.assign(1, p.seqlens_q.front());
+  if (!p.seqlens_kv.empty()) one.seqlens_kv.assign(1, p.seqlens_kv.front());
   return one;
 }
 

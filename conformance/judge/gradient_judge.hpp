@@ -12,7 +12,7 @@
 #include "core/case_buffers.hpp"
 #include "kernels/backend.hpp"
 #include "reference/sdpa_reference.hpp"
-#include "reports/records/status.hpp"
+#include "core/verdict.hpp"
 
 namespace sdpa::conformance {
 

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <utility>
+#include <vector>
 
 #include "conformance/judge/forward_properties.hpp"
 #include "conformance/judge/gradient_judge.hpp"
@@ -107,48 +108,66 @@ std::optional<CaseOutcome> precheck(const Backend& backend, const Problem& p,
   return std::nullopt;
 }
 
-CaseOutcome judge(const Backend& backend, const Problem& p, InputBuffers& in, const Device& device,
-                  const RunOptions& options, const ExpectedValues* expected,
-                  const ToleranceTable& table) {
-  if (auto early = precheck(backend, p, device)) return *early;
-  OutputBuffers outputs = make_outputs(p);
+namespace {
+
+// Step 4 (docs/CONFORMANCE.md, "One case"): the backend's forward on guarded outputs in its memory space, then the guards: a
+// throw, a modified input, an unwritten output or a write outside a view is the verdict.
+struct ForwardRun {
+  OutputBuffers outputs;
+  std::unique_ptr<PlacedBuffers> placed;  // the buffers run() got (the backward reads them)
+  std::optional<CaseOutcome> verdict;     // set when the run or its guards failed
+};
+ForwardRun run_forward(const Backend& backend, const Problem& p, InputBuffers& in,
+                       const Device& device, const RunOptions& options) {
+  ForwardRun r{make_outputs(p), nullptr, std::nullopt};
   // The buffers in the backend's memory space: in place for host memory, else mirrors of every
   // guarded region, copied back after the run (conformance/judge/memory_space.hpp). Making them is
   // the harness's work: its std::bad_alloc goes to the caller (the runner's NOT_JUDGED), never
   // into the backend's verdict.
-  std::unique_ptr<PlacedBuffers> placed;
   try {
-    placed = std::make_unique<PlacedBuffers>(backend.run_memory_space(device), p, in, outputs);
+    r.placed = std::make_unique<PlacedBuffers>(backend.run_memory_space(device), p, in, r.outputs);
   } catch (const std::bad_alloc&) {
     throw;
   } catch (const std::exception& e) {
-    return verdict(Status::fail,
-                   std::string("the backend's memory space cannot be used: ") + e.what());
+    r.verdict = verdict(Status::fail,
+                        std::string("the backend's memory space cannot be used: ") + e.what());
+    return r;
   }
   try {
-    backend.run(p, placed->get(), device, options);
-    placed->copy_back();
+    backend.run(p, r.placed->get(), device, options);
+    r.placed->copy_back();
   } catch (const std::exception& e) {
-    return verdict(Status::fail,
-                   std::string("the backend threw after supports() accepted: ") + e.what());
+    r.verdict =
+        verdict(Status::fail, std::string("the backend threw after supports() accepted: ") + e.what());
+    return r;
   }
-  if (auto v = in.check_unchanged()) return verdict(Status::fail, v.message);
-  if (auto v = outputs.check(p)) return verdict(Status::fail, v.message);
-  const std::string digest = output_digest(outputs);
+  if (auto v = in.check_unchanged()) {
+    r.verdict = verdict(Status::fail, v.message);
+  } else if (auto w = r.outputs.check(p)) {
+    r.verdict = verdict(Status::fail, w.message);
+  }
+  return r;
+}
 
-  const reference::Result ref = reference::run_sdpa(p, in.pointers());
-  const std::vector<double>& want_o = expected ? *expected->o : ref.o;
-  const std::vector<double>& want_lse = expected ? *expected->lse : ref.lse;
-  const double cap = expected ? kCaptureUlps * capture_unit(expected->precision_digits) : 0.0;
-  const PrecisionContract contract = backend.precision(p.dtype);
-  const std::int64_t B = p.batch, H = p.heads_q, L = p.len_q, S = p.len_kv, Dv = p.head_dim_v;
+// What the forward's outputs are compared with: the reference's values, or a file's.
+struct Expected {
+  const std::vector<double>& o;
+  const std::vector<double>& lse;
+  const std::vector<double>* weights;  // when the problem wants them
+  double capture = 0;                  // the file's own rounding, in units of magnitude (0: exact)
+};
 
-  CaseOutcome out;
-  out.output_digest = digest;
+// Step 5: O and the LSE, element by element against their bounds (tolerance.hpp); the worst
+// ratio, its place, the largest error and the NMSE into `out`.
+void compare_output_and_lse(const Problem& p, const OutputBuffers& outputs,
+                            const reference::Result& ref, const Expected& want,
+                            const PrecisionContract& contract, const ToleranceTable& table,
+                            CaseOutcome& out) {
   Worst worst{out};
   double err_sq = 0, ref_sq = 0;  // NMSE sums
+  const std::int64_t H = p.heads_q, L = p.len_q, Dv = p.head_dim_v;
   const auto cuq = cu_seqlens_q(p);
-  for (std::int64_t b = 0; b < B; ++b) {
+  for (std::int64_t b = 0; b < p.batch; ++b) {
     const std::int64_t lb = seqlen_q(p, b);
     const ToleranceFactors f = tolerance_factors(p, contract, seqlen_kv(p, b), table);
     for (std::int64_t h = 0; h < H; ++h) {
@@ -162,135 +181,108 @@ CaseOutcome judge(const Backend& backend, const Problem& p, InputBuffers& in, co
           const auto x = static_cast<std::size_t>(row * Dv + d);
           const double got =
               load_as_double(p.dtype, outputs.o.data(), element_offset(p.o, p.packed, b, h, r, d));
-          const double want = want_o[x];
+          const double expected = want.o[x];
           double tol = 0;
           if (i < lb) {
             tol = output_tolerance(f, ref, row, d, Dv);
-            if (cap > 0) tol += cap * output_magnitude(ref, x, urow, want);
+            if (want.capture > 0) tol += want.capture * output_magnitude(ref, x, urow, expected);
           }
           double err;
-          const double q = ratio_of(got, want, tol, &err);
-          if (std::isfinite(got) && std::isfinite(want)) {
-            err_sq += (got - want) * (got - want);
-            ref_sq += want * want;
+          const double q = ratio_of(got, expected, tol, &err);
+          if (std::isfinite(got) && std::isfinite(expected)) {
+            err_sq += (got - expected) * (got - expected);
+            ref_sq += expected * expected;
           }
           if (q > out.worst_ratio || (std::isinf(q) && !std::isinf(out.worst_ratio)) ||
               err > out.max_abs_error) {
             worst.consider(q, err,
                            "o[" + std::to_string(b) + "," + std::to_string(h) + "," +
                                std::to_string(i) + "," + std::to_string(d) + "] = " + num(got) +
-                               ", expected " + num(want) + " (tolerance " + num(tol) + ")");
+                               ", expected " + num(expected) + " (tolerance " + num(tol) + ")");
           }
         }
         if (p.want_lse) {
           const double got = static_cast<const float*>(outputs.lse.data())[row];
-          const double want = want_lse[urow];
+          const double expected = want.lse[urow];
           // The LSE output is f32: the expected value is compared after rounding to f32.
-          const double want32 = std::isfinite(want) ? double(float(want)) : want;
+          const double expected32 = std::isfinite(expected) ? double(float(expected)) : expected;
           double tol = 0;
           if (i < lb) {
             tol = lse_tolerance(f, ref, row);
-            if (cap > 0) tol += cap * lse_magnitude(ref, urow, want);
+            if (want.capture > 0) tol += want.capture * lse_magnitude(ref, urow, expected);
           }
           double err;
-          const double q = ratio_of(got, want32, tol, &err);
+          const double q = ratio_of(got, expected32, tol, &err);
           if (q > out.worst_ratio) {
             worst.consider(q, 0,
                            "lse[" + std::to_string(b) + "," + std::to_string(h) + "," +
-                               std::to_string(i) + "] = " + num(got) + ", expected " + num(want));
+                               std::to_string(i) + "] = " + num(got) + ", expected " +
+                               num(expected));
           }
         }
       }
     }
   }
   out.nmse = ref_sq > 0 ? err_sq / ref_sq : err_sq;
-  if (p.want_weights) {
-    const std::vector<double>& want_w = expected ? *expected->weights : ref.weights;
-    const std::vector<double> mag_w =
-        cap > 0 ? weight_magnitudes(p, in.pointers(), ref, want_w) : std::vector<double>{};
-    const ToleranceFactors wf = tolerance_factors(p, contract, S, table);
-    for (std::size_t x = 0; x < want_w.size(); ++x) {
-      const double got =
-          load_as_double(p.dtype, outputs.weights.data(), static_cast<std::int64_t>(x));
-      const double want = want_w[x];
-      // P_j = exp(s_j - LSE): besides the rounding of P itself, its relative error is the
-      // error of s_j - LSE. The LSE bound (dot-product and logit-magnitude terms, P-weighted
-      // over the row) stands for both, twice (table 2026-12-2; before it the logit term was
-      // missing and correct weights failed at large logits, Dqk or scale).
-      const std::int64_t row = static_cast<std::int64_t>(x) / std::max<std::int64_t>(S, 1);
-      const double logit_rel =
-          table.weights_lse_factor * lse_tolerance(wf, ref, row, wf.u_lse_held);
-      double tol =
-          dtype_unit_roundoff(p.dtype) * (table.weights_p_growth + std::fabs(want)) *
-              std::fabs(want) +
-          table.weights_acc_roundings * dtype_unit_roundoff(contract.accumulate) * std::fabs(want) +
-          logit_rel * std::fabs(want) + wf.floor;
-      if (cap > 0) tol += cap * mag_w[x];
-      double err;
-      const double q = ratio_of(got, want, tol, &err);
-      if (q > out.worst_ratio) {
-        worst.consider(
-            q, 0, "weights[" + std::to_string(x) + "] = " + num(got) + ", expected " + num(want));
-      }
+}
+
+// Step 5, the weights: each against weights_tolerance() (tolerance.hpp).
+void compare_weights(const Problem& p, const InputBuffers& in, const OutputBuffers& outputs,
+                     const reference::Result& ref, const Expected& want,
+                     const PrecisionContract& contract, const ToleranceTable& table,
+                     CaseOutcome& out) {
+  Worst worst{out};
+  const std::vector<double>& want_w = *want.weights;
+  const std::vector<double> mag_w = want.capture > 0
+                                        ? weight_magnitudes(p, in.pointers(), ref, want_w)
+                                        : std::vector<double>{};
+  const ToleranceFactors wf = tolerance_factors(p, contract, p.len_kv, table);
+  for (std::size_t x = 0; x < want_w.size(); ++x) {
+    const double got = load_as_double(p.dtype, outputs.weights.data(), static_cast<std::int64_t>(x));
+    const std::int64_t row = static_cast<std::int64_t>(x) / std::max<std::int64_t>(p.len_kv, 1);
+    double tol = weights_tolerance(wf, ref, row, want_w[x], table);
+    if (want.capture > 0) tol += want.capture * mag_w[x];
+    double err;
+    const double q = ratio_of(got, want_w[x], tol, &err);
+    if (q > out.worst_ratio) {
+      worst.consider(q, 0,
+                     "weights[" + std::to_string(x) + "] = " + num(got) + ", expected " +
+                         num(want_w[x]));
     }
   }
-  if (p.backward) out.tensor_ratios["forward"] = out.worst_ratio;
-  if (out.worst_ratio > 1) {
-    out.status = Status::fail;
-    out.message = "error/tolerance " + num(out.worst_ratio) + " at " + out.worst_where;
-    return out;
-  }
-  // The declared forward properties (deterministic, batch_invariant), verified by running again.
-  const ForwardPropertyOutcome props =
-      check_forward_properties(backend, p, in, outputs, device, options);
-  if (props.failure) {
-    out.status = Status::fail;
-    out.message = *props.failure;
-    return out;
-  }
-  if (!props.note.empty()) out.message = props.note;
-  if (p.backward) {
-    if (!in.d_out) throw std::invalid_argument("a backward case's inputs have no dO");
-    const GradientOutcome g = judge_gradients(backend, p, in, outputs, placed->get(), ref, device,
-                                              options, table, expected);
-    out.tensor_ratios.insert(g.ratios.begin(), g.ratios.end());
-    if (g.worst_ratio > out.worst_ratio) {
-      out.worst_ratio = g.worst_ratio;
-      out.worst_where = g.worst_where;
-    }
-    if (g.status == Status::fail) {
-      out.status = Status::fail;
-      out.message = g.message;
-      return out;
-    }
-    out.nondeterministic_backward = g.nondeterministic;
-    if (g.nondeterministic) out.message = g.message;
-  }
-  // MISTRUSTED: rows that attend some key exist, yet the exact output is all zeros there
-  // (e.g. V sparse or zero): such a case cannot tell a right kernel from a wrong one.
+}
+
+// Step 6: MISTRUSTED when rows that attend some key exist, yet the exact output is all zeros
+// there (e.g. V sparse or zero): such a case cannot tell a right kernel from a wrong one.
+bool cannot_discriminate(const reference::Result& ref, std::int64_t dv) {
   std::int64_t attended_rows = 0, nonzero = 0;
   for (std::size_t row = 0; row < ref.lse.size(); ++row) {
     if (ref.lse[row] == -INFINITY) continue;
     ++attended_rows;
-    for (std::int64_t d = 0; d < Dv; ++d) nonzero += ref.o[row * Dv + d] != 0;
+    for (std::int64_t d = 0; d < dv; ++d) nonzero += ref.o[row * dv + d] != 0;
   }
-  if (attended_rows > 0 && Dv > 0 && nonzero == 0) {
-    return verdict(Status::mistrusted,
-                   "the exact output is zero on every attended row: the case cannot discriminate");
-  }
-  // Second gate: at most 2x the error of the naive algorithm in the same precision (plus
-  // eight output roundings of the largest value), both measured against the exact result.
-  // Skipped, and said so, for large problems where the scalar baseline would dominate.
+  return attended_rows > 0 && dv > 0 && nonzero == 0;
+}
+
+// Step 7, the quality gate (the second gate): at most quality_naive_factor times the error of
+// the naive algorithm in the same precision, plus some output roundings of the largest value,
+// both against the exact result. QUALITY_WARNING when broken; skipped, and said so, for large
+// problems where the scalar baseline would dominate.
+void quality_gate(const Problem& p, const InputBuffers& in, const OutputBuffers& outputs,
+                  const reference::Result& ref, bool expected_from_file,
+                  const ToleranceTable& table, CaseOutcome& out) {
   if (!quality_gate_runs(p)) {
     out.message = "quality gate not run: problem larger than the naive-baseline limit";
-    return out;
+    return;
   }
-  // The kernel's own error against the exact result (with golden expected values, the
-  // errors above were measured against the file).
+  const std::int64_t H = p.heads_q, L = p.len_q, Dv = p.head_dim_v;
+  // The kernel's own error against the exact result (with a file's expected values, the
+  // errors so far were measured against the file).
   double kernel_err = out.max_abs_error;
-  if (expected) {
+  if (expected_from_file) {
+    const auto cuq = cu_seqlens_q(p);
     kernel_err = 0;
-    for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t b = 0; b < p.batch; ++b)
       for (std::int64_t h = 0; h < H; ++h)
         for (std::int64_t i = 0; i < (p.packed ? seqlen_q(p, b) : L); ++i)
           for (std::int64_t d = 0; d < Dv; ++d) {
@@ -327,19 +319,73 @@ CaseOutcome judge(const Backend& backend, const Problem& p, InputBuffers& in, co
       << " output roundings)";
     out.message = m.str();
   }
+}
+
+}  // namespace
+
+// The steps of docs/CONFORMANCE.md, "One case", in order: the guards before anything runs
+// (precheck: steps 1 and 2), the forward and its guards (run_forward: 4), the reference, the
+// bounds and the comparison (compare_output_and_lse, compare_weights: 5), the declared forward
+// properties (check_forward_properties: 5b), the backward (judge_gradients: "The gradients'
+// bound"), MISTRUSTED (6) and the quality gate (7). The first step that reaches a verdict other
+// than PASS ends the case (a QUALITY_WARNING only comes last).
+CaseOutcome judge(const Backend& backend, const Problem& p, InputBuffers& in, const Device& device,
+                  const RunOptions& options, const ExpectedValues* expected,
+                  const ToleranceTable& table) {
+  if (auto early = precheck(backend, p, device)) return *early;
+  ForwardRun run = run_forward(backend, p, in, device, options);
+  if (run.verdict) return *run.verdict;
+
+  const reference::Result ref = reference::run_sdpa(p, in.pointers());
+  const Expected want{expected ? *expected->o : ref.o, expected ? *expected->lse : ref.lse,
+                      p.want_weights ? (expected ? expected->weights : &ref.weights) : nullptr,
+                      expected ? kCaptureUlps * capture_unit(expected->precision_digits) : 0.0};
+  const PrecisionContract contract = backend.precision(p.dtype);
+  CaseOutcome out;
+  out.output_digest = output_digest(run.outputs);
+  compare_output_and_lse(p, run.outputs, ref, want, contract, table, out);
+  if (p.want_weights) compare_weights(p, in, run.outputs, ref, want, contract, table, out);
+  if (p.backward) out.tensor_ratios["forward"] = out.worst_ratio;
+  if (out.worst_ratio > 1) {
+    out.status = Status::fail;
+    out.message = "error/tolerance " + num(out.worst_ratio) + " at " + out.worst_where;
+    return out;
+  }
+
+  const ForwardPropertyOutcome props =
+      check_forward_properties(backend, p, in, run.outputs, device, options);
+  if (props.failure) {
+    out.status = Status::fail;
+    out.message = *props.failure;
+    return out;
+  }
+  if (!props.note.empty()) out.message = props.note;
+
+  if (p.backward) {
+    if (!in.d_out) throw std::invalid_argument("a backward case's inputs have no dO");
+    const GradientOutcome g = judge_gradients(backend, p, in, run.outputs, run.placed->get(), ref,
+                                              device, options, table, expected);
+    out.tensor_ratios.insert(g.ratios.begin(), g.ratios.end());
+    if (g.worst_ratio > out.worst_ratio) {
+      out.worst_ratio = g.worst_ratio;
+      out.worst_where = g.worst_where;
+    }
+    if (g.status == Status::fail) {
+      out.status = Status::fail;
+      out.message = g.message;
+      return out;
+    }
+    out.nondeterministic_backward = g.nondeterministic;
+    if (g.nondeterministic) out.message = g.message;
+  }
+
+  if (cannot_discriminate(ref, p.head_dim_v)) {
+    return verdict(Status::mistrusted,
+                   "the exact output is zero on every attended row: the case cannot discriminate");
+  }
+  quality_gate(p, in, run.outputs, ref, expected != nullptr, table, out);
   return out;
 }
 
-void set_outcome(CaseRecord& r, const CaseOutcome& o) {
-  r.status = o.status;
-  r.message = o.message;
-  r.max_abs_error = o.max_abs_error;
-  r.nmse = o.nmse;
-  r.worst_ratio = o.worst_ratio;
-  r.worst_where = o.worst_where;
-  r.tensor_ratios = o.tensor_ratios;
-  r.nondeterministic_backward = o.nondeterministic_backward;
-  r.output_digest = o.output_digest;
-}
 
 }  // namespace sdpa::conformance

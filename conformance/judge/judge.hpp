@@ -14,8 +14,7 @@
 #include "conformance/judge/tolerance.hpp"
 #include "core/case_buffers.hpp"
 #include "kernels/backend.hpp"
-#include "reports/records/run_record.hpp"
-#include "reports/records/status.hpp"
+#include "core/verdict.hpp"
 
 namespace sdpa::conformance {
 
@@ -78,7 +77,5 @@ CaseOutcome judge(const Backend& backend, const Problem& p, InputBuffers& in, co
                   const RunOptions& options, const ExpectedValues* expected = nullptr,
                   const ToleranceTable& table = {});
 
-// Copies an outcome's verdict, message and error figures into a record.
-void set_outcome(CaseRecord& record, const CaseOutcome& outcome);
 
 }  // namespace sdpa::conformance

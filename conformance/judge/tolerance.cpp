@@ -82,4 +82,12 @@ double lse_tolerance(const ToleranceFactors& f, const reference::Result& r, std:
          f.k_e * f.u_acc * r.lse_mag_g[x];
 }
 
+double weights_tolerance(const ToleranceFactors& f, const reference::Result& r, std::int64_t row,
+                         double p_exact, const ToleranceTable& table) {
+  const double logit_rel = table.weights_lse_factor * lse_tolerance(f, r, row, f.u_lse_held);
+  const double a = std::fabs(p_exact);
+  return f.u_out * (table.weights_p_growth + a) * a + table.weights_acc_roundings * f.u_acc * a +
+         logit_rel * a + f.floor;
+}
+
 }  // namespace sdpa::conformance

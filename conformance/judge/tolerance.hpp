@@ -105,4 +105,15 @@ double output_tolerance(const ToleranceFactors& f, const reference::Result& r, s
 double lse_tolerance(const ToleranceFactors& f, const reference::Result& r, std::int64_t row,
                      double u_held = kLseOutputRounding);
 
+// Bound of an attention weight P whose exact value is `p_exact`, in row `row` ([B, Hq, L]
+// flattened), with `f` the factors of the row's problem at S keys:
+//   tol = u_out (weights_p_growth + P) P + weights_acc_roundings u_acc P
+//         + weights_lse_factor tol_LSE'(row) P + floor
+// P_j = exp(s_j - LSE): besides the rounding of P itself, its relative error is the error of
+// s_j - LSE. The LSE bound (dot-product and logit-magnitude terms, P-weighted over the row),
+// with the LSE's own rounding u_lse_held, stands for both, twice (table 2026-12-2; before it
+// the logit term was missing and correct weights failed at large logits, Dqk or scale).
+double weights_tolerance(const ToleranceFactors& f, const reference::Result& r, std::int64_t row,
+                         double p_exact, const ToleranceTable& table);
+
 }  // namespace sdpa::conformance

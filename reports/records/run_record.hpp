@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/problem.hpp"
-#include "reports/records/status.hpp"
+#include "core/verdict.hpp"
 
 namespace sdpa::conformance {
 

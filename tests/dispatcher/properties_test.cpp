@@ -340,6 +340,9 @@ void explain_agrees_with_select(const std::vector<const Backend*>& reg) {
       break;
     case dispatcher::Outcome::invalid_problem:
       RC_FAIL("a valid problem was called invalid");
+    case dispatcher::Outcome::not_expressible:
+      // Only the PyTorch policy answers so, and gen_policy draws the suite's policies.
+      RC_FAIL("the suite policy answered not_expressible");
   }
   RC_ASSERT(e.backends.size() == reg.size());
   int chosen = 0;

@@ -31,6 +31,7 @@ static void supports(void* s, const sdpa_cts_params* p, const sdpa_cts_device* d
   (void)decline;
   (void)ctx;
 }
+#if BROKEN_KIND != NO_RUN /* NO_RUN's backend has no run() at all */
 static int32_t run(void* s, const sdpa_cts_params* p, const sdpa_cts_device* d, int32_t t, char* e,
                    size_t n) {
   (void)s;
@@ -41,6 +42,7 @@ static int32_t run(void* s, const sdpa_cts_params* p, const sdpa_cts_device* d, 
   (void)n;
   return 1;
 }
+#endif
 
 static const sdpa_cts_backend kBackends[] = {{
     sizeof(sdpa_cts_backend),
@@ -72,9 +74,9 @@ static const sdpa_cts_backend kBackends[] = {{
     NULL, /* no run_backward (BACKWARD_WITHOUT_ENTRY declares the capability all the same) */
 }};
 
+#if BROKEN_KIND != NO_ENTRY
 static sdpa_cts_plugin plugin = {SDPA_CTS_PLUGIN_ABI_FIELDS, "broken", "0", 1, kBackends};
 
-#if BROKEN_KIND != NO_ENTRY
 SDPA_CTS_PLUGIN_EXPORT const sdpa_cts_plugin* sdpa_cts_plugin_entry(uint32_t major,
                                                                     uint32_t minor) {
   (void)major;

@@ -216,7 +216,9 @@ TEST(ReferenceBackward, DBiasIsDsSummedOverTheBroadcastDimensions) {
           }
     for (std::size_t x = 0; x < want.size(); ++x) {
       EXPECT_NEAR(g.dbias[x], want[x], 1e-14 * (mag[x] + 1e-300)) << id << " element " << x;
-      if (bs) EXPECT_LE(std::fabs(g.dbias[x]), 1e-12 * (mag[x] + 1e-300)) << id << " " << x;
+      if (bs) {
+        EXPECT_LE(std::fabs(g.dbias[x]), 1e-12 * (mag[x] + 1e-300)) << id << " " << x;
+      }
     }
   }
 }

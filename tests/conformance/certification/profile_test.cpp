@@ -168,7 +168,9 @@ TEST(Profile, ExtendsTakesTheParentsRequirementsAndCases) {
 TEST(Profile, FullRequiresEveryFeatureTag) {
   const Profile p = load_profile("full");
   for (const auto& tag : known_feature_tags()) {
-    if (tag != "plain") EXPECT_TRUE(p.require.count(tag)) << tag;
+    if (tag != "plain") {
+      EXPECT_TRUE(p.require.count(tag)) << tag;
+    }
   }
 }
 

@@ -20,7 +20,7 @@ namespace {
 
 // The gate's rule, the one kill rule of the suite: a mutant is killed by a case only when
 // the case fails the gate, i.e. `sdpa-cts run` would exit 1 for it (FAIL, CRASH or TIMEOUT:
-// reports/records/status.hpp is_failure). A QUALITY_WARNING, MISTRUSTED or INVALID record
+// core/verdict.hpp is_failure). A QUALITY_WARNING, MISTRUSTED or INVALID record
 // leaves the exit code 0, so it does not kill.
 bool survives(Status s) { return !is_failure(s); }
 

@@ -1,6 +1,9 @@
 // The verdict vocabulary, in one place: every status, its report name and summary key,
-// which statuses fail a run, tallies, and the greppable summary line. The runner, the
-// judge, the reports and every command use these (docs/TESTING.md "Statuses").
+// which statuses fail a run, tallies, and the greppable summary line. The judge gives these
+// verdicts, the reports write them, the runner and every command count them
+// (docs/TESTING.md "Statuses"). It lives in core/, below both the judge (conformance/) and
+// the reports (reports/), so that neither includes the other; its names stay in
+// sdpa::conformance, the namespace of the conformance verdicts.
 #pragma once
 
 #include <array>

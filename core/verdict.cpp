@@ -1,4 +1,4 @@
-#include "reports/records/status.hpp"
+#include "core/verdict.hpp"
 
 namespace sdpa::conformance {
 
