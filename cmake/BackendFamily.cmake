@@ -84,26 +84,35 @@ inline const std::vector<std::string>& backend_family_list() {
   target_include_directories(sdpa_kernels PRIVATE "${PROJECT_BINARY_DIR}/generated")
 endfunction()
 
+# The CPU ISA targets and their compiler flags, read from the one list, core/isa_targets.def
+# (docs/KERNELS.md, "ISA targets"): SDPA_CTS_ISA_TARGETS (the names, in order) and
+# SDPA_CTS_ISA_FLAGS_<name>.
+file(STRINGS "${PROJECT_SOURCE_DIR}/core/isa_targets.def" sdpa_cts_isa_rows
+     REGEX "^SDPA_CTS_ISA_TARGET\\(")
+set(SDPA_CTS_ISA_TARGETS "")
+foreach(row IN LISTS sdpa_cts_isa_rows)
+  if(NOT row MATCHES "^SDPA_CTS_ISA_TARGET\\(([a-z0-9_]+), \"([^\"]*)\"")
+    message(FATAL_ERROR "core/isa_targets.def: cannot read '${row}' (SDPA_CTS_ISA_TARGET(name, \"flags\", ...))")
+  endif()
+  list(APPEND SDPA_CTS_ISA_TARGETS ${CMAKE_MATCH_1})
+  separate_arguments(flags UNIX_COMMAND "${CMAKE_MATCH_2}")
+  set(SDPA_CTS_ISA_FLAGS_${CMAKE_MATCH_1} ${flags})
+endforeach()
+
 # Compiles `SOURCES` of `TARGET` for one CPU ISA target (docs/KERNELS.md "ISA targets"):
-#   sdpa_cts_isa_sources(TARGET <target> ISA scalar|avx2|avx512|avx512bf16 SOURCES <files...>)
-# The code of such a file runs only on CPUs that have the target (core/device.hpp). This is the
-# one place that knows each target's instruction-set flags; sdpa_cts_isa_units (below) uses it.
+#   sdpa_cts_isa_sources(TARGET <target> ISA <a name of core/isa_targets.def> SOURCES <files...>)
+# with that target's flags from the table. The code of such a file runs only on CPUs that have
+# the target (core/device.hpp); sdpa_cts_isa_units (below) uses it.
 function(sdpa_cts_isa_sources)
   cmake_parse_arguments(I "" "TARGET;ISA" "SOURCES" ${ARGN})
-  set(avx2 -mavx2 -mfma -mf16c)
-  # (-Wno-*uninitialized: GCC 12 warns about _mm512_undefined_* in its own AVX-512 headers.)
-  set(avx512 -mavx512f -mavx512bw -mavx512vl -mavx512dq ${avx2} -Wno-uninitialized
-             $<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized>)
-  if(I_ISA STREQUAL "scalar")
-    set(flags "")
-  elseif(I_ISA STREQUAL "avx2")
-    set(flags ${avx2})
-  elseif(I_ISA STREQUAL "avx512")
-    set(flags ${avx512})
-  elseif(I_ISA STREQUAL "avx512bf16")
-    set(flags ${avx512} -mavx512bf16)
-  else()
-    message(FATAL_ERROR "sdpa_cts_isa_sources: unknown ISA '${I_ISA}'")
+  if(NOT I_ISA IN_LIST SDPA_CTS_ISA_TARGETS)
+    message(FATAL_ERROR "sdpa_cts_isa_sources: unknown ISA '${I_ISA}' (core/isa_targets.def has "
+                        "${SDPA_CTS_ISA_TARGETS})")
+  endif()
+  set(flags ${SDPA_CTS_ISA_FLAGS_${I_ISA}})
+  if("-mavx512f" IN_LIST flags)
+    # GCC 12 warns about _mm512_undefined_* in its own AVX-512 headers.
+    list(APPEND flags -Wno-uninitialized $<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized>)
   endif()
   target_sources(${I_TARGET} PRIVATE ${I_SOURCES})
   set_source_files_properties(${I_SOURCES} TARGET_DIRECTORY ${I_TARGET}
@@ -113,20 +122,19 @@ endfunction()
 # Generates one translation unit per ISA target from one implementation header and compiles
 # each with its target's flags (sdpa_cts_isa_sources); docs/KERNELS.md "ISA targets":
 #
-#   sdpa_cts_isa_units(TARGET <target> IMPL <header> ISAS <isa...> [DEFINES <NAME=value...>])
+#   sdpa_cts_isa_units(TARGET <target> IMPL <header> ISAS <isa...>)
 #
-# IMPL is the header's path from the repository root, as it is #included (the target's include
+# IMPL is a path from the repository root (included as "<IMPL>", so the target's include
 # directories must hold the root, as every target linked to sdpa_options does). For each ISA the
-# unit <build dir>/isa_units/<target>/<header stem>_<isa>.cpp #defines every DEFINES entry,
-# in order, with @ISA@ in NAME=value replaced by the ISA's name (NAME alone defines it empty),
-# then #includes IMPL; nothing else, so the header holds all the code and names every symbol
-# it exports from these macros. The units are written at configure time and rewritten only
-# when their text changes (no rebuild on a plain reconfigure).
-#
-# A new per-ISA kernel is one call; a new ISA target for it is one more name in ISAS (the
-# target's flags must already be known to sdpa_cts_isa_sources).
+# unit <build dir>/isa_units/<target>/<header stem>_<isa>.cpp defines SDPA_CTS_ISA to the ISA's
+# name and includes IMPL, which names its exported functions SDPA_CTS_ISA_ENTRY(name), i.e.
+# name_<isa> (kernels/cpu/isa_dispatch.hpp). The same folder gets <header stem>_isas.hpp, the
+# list of ISAS as the X-macro SDPA_CTS_ISAS_<header stem>, from which the caller's
+# SDPA_CTS_ISA_DECLARE and SDPA_CTS_ISA_DISPATCH make the declarations and the dispatch (a
+# target not in ISAS runs the nearest earlier one that is). The folder is on TARGET's include
+# path. A new per-ISA kernel is one call; a new ISA target for it is one more name in ISAS.
 function(sdpa_cts_isa_units)
-  cmake_parse_arguments(U "" "TARGET;IMPL" "ISAS;DEFINES" ${ARGN})
+  cmake_parse_arguments(U "" "TARGET;IMPL" "ISAS" ${ARGN})
   if(NOT U_TARGET OR NOT U_IMPL OR NOT U_ISAS)
     message(FATAL_ERROR "sdpa_cts_isa_units needs TARGET, IMPL and ISAS")
   endif()
@@ -140,26 +148,24 @@ function(sdpa_cts_isa_units)
   get_filename_component(stem "${U_IMPL}" NAME_WE)
   file(RELATIVE_PATH caller "${PROJECT_SOURCE_DIR}" "${CMAKE_CURRENT_LIST_FILE}")
   set(dir "${CMAKE_CURRENT_BINARY_DIR}/isa_units/${U_TARGET}")
+  set(xlist "")
   foreach(isa IN LISTS U_ISAS)
-    set(defines "")
-    foreach(def IN LISTS U_DEFINES)
-      string(REPLACE "@ISA@" "${isa}" def "${def}")
-      if(NOT def MATCHES "^([A-Za-z_][A-Za-z0-9_]*)(=(.*))?$")
-        message(FATAL_ERROR "sdpa_cts_isa_units: DEFINES entry '${def}' is not NAME or NAME=value")
-      endif()
-      if(NOT CMAKE_MATCH_2 STREQUAL "")
-        string(APPEND defines "#define ${CMAKE_MATCH_1} ${CMAKE_MATCH_3}\n")
-      else()
-        string(APPEND defines "#define ${CMAKE_MATCH_1}\n")
-      endif()
-    endforeach()
     set(unit "${dir}/${stem}_${isa}.cpp")
     file(CONFIGURE OUTPUT "${unit}" @ONLY CONTENT
 "// Generated by sdpa_cts_isa_units (cmake/BackendFamily.cmake), called in ${caller}:
 // ${U_IMPL} compiled for the ${isa} ISA target, with that target's instruction-set flags.
 // Do not edit.
-${defines}#include \"${U_IMPL}\"
+#define SDPA_CTS_ISA ${isa}
+#include \"${U_IMPL}\"
 ")
     sdpa_cts_isa_sources(TARGET ${U_TARGET} ISA ${isa} SOURCES "${unit}")
+    string(APPEND xlist " X(${isa}, __VA_ARGS__)")
   endforeach()
+  file(CONFIGURE OUTPUT "${dir}/${stem}_isas.hpp" @ONLY CONTENT
+"// Generated by sdpa_cts_isa_units (cmake/BackendFamily.cmake), called in ${caller}: the ISA
+// targets ${U_IMPL} has a unit for (kernels/cpu/isa_dispatch.hpp). Do not edit.
+#pragma once
+#define SDPA_CTS_ISAS_${stem}(X, ...)${xlist}
+")
+  target_include_directories(${U_TARGET} PRIVATE "${dir}")
 endfunction()

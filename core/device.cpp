@@ -7,6 +7,7 @@
 #include <cpuid.h>
 #endif
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <stdexcept>
@@ -16,8 +17,20 @@
 namespace sdpa {
 namespace {
 
-constexpr IsaTarget kAllTargets[] = {IsaTarget::scalar, IsaTarget::avx2, IsaTarget::avx512,
-                                     IsaTarget::avx512bf16};
+// A row of core/isa_targets.def: a target, its name and the CPU features it needs.
+struct IsaTargetRow {
+  IsaTarget target;
+  std::string_view name;
+  std::vector<bool CpuFeatures::*> needs;
+};
+const std::vector<IsaTargetRow>& isa_rows() {
+  static const std::vector<IsaTargetRow> rows = {
+#define SDPA_CTS_ISA_TARGET(name, flags, ...) {IsaTarget::name, #name, {__VA_ARGS__}},
+#include "core/isa_targets.def"
+#undef SDPA_CTS_ISA_TARGET
+  };
+  return rows;
+}
 
 std::optional<int> to_int(std::string_view s) {
   int v = 0;
@@ -35,7 +48,7 @@ std::string known_names() {
 
 std::string known_targets() {
   std::string s;
-  for (IsaTarget t : kAllTargets) s += (s.empty() ? "" : ", ") + std::string(isa_target_name(t));
+  for (const IsaTargetRow& r : isa_rows()) s += (s.empty() ? "" : ", ") + std::string(r.name);
   return s;
 }
 
@@ -75,32 +88,33 @@ std::string choose_isa(CpuFeatures& cpu, std::string_view name) {
 
 }  // namespace
 
+const std::vector<IsaTarget>& all_isa_targets() {
+  static const std::vector<IsaTarget> all = [] {
+    std::vector<IsaTarget> t;
+    for (const IsaTargetRow& r : isa_rows()) t.push_back(r.target);
+    return t;
+  }();
+  return all;
+}
+
 std::string_view isa_target_name(IsaTarget t) {
-  switch (t) {
-    case IsaTarget::scalar:
-      return "scalar";
-    case IsaTarget::avx2:
-      return "avx2";
-    case IsaTarget::avx512:
-      return "avx512";
-    case IsaTarget::avx512bf16:
-      return "avx512bf16";
-  }
-  return "?";
+  const auto i = static_cast<std::size_t>(t);
+  return i < isa_rows().size() ? isa_rows()[i].name : std::string_view("?");
 }
 
 std::optional<IsaTarget> parse_isa_target(std::string_view name) {
-  for (IsaTarget t : kAllTargets) {
-    if (isa_target_name(t) == name) return t;
+  for (const IsaTargetRow& r : isa_rows()) {
+    if (r.name == name) return r.target;
   }
   return std::nullopt;
 }
 
 std::vector<IsaTarget> available_isa_targets(const CpuFeatures& cpu) {
-  std::vector<IsaTarget> t = {IsaTarget::scalar};
-  if (cpu.avx2 && cpu.fma && cpu.f16c) t.push_back(IsaTarget::avx2);
-  if (cpu.avx512f && cpu.fma && cpu.f16c) t.push_back(IsaTarget::avx512);
-  if (cpu.avx512f && cpu.avx512_bf16 && cpu.fma && cpu.f16c) t.push_back(IsaTarget::avx512bf16);
+  std::vector<IsaTarget> t;
+  for (const IsaTargetRow& r : isa_rows()) {
+    if (std::all_of(r.needs.begin(), r.needs.end(), [&](bool CpuFeatures::*f) { return cpu.*f; }))
+      t.push_back(r.target);
+  }
   return t;
 }
 
@@ -218,9 +232,13 @@ Device default_device() {
 }
 
 const std::vector<std::string>& simulated_device_names() {
-  static const std::vector<std::string> names = {
-      "cpu-scalar", "cpu-avx2", "cpu-avx512", "cpu-avx512bf16", "sm50",  "sm75", "sm80",
-      "sm86",       "sm89",     "sm90",       "sm100",          "sm120", "sm121"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const IsaTargetRow& r : isa_rows()) n.push_back("cpu-" + std::string(r.name));
+    for (const char* sm : {"sm50", "sm75", "sm80", "sm86", "sm89", "sm90", "sm100", "sm120", "sm121"})
+      n.push_back(sm);
+    return n;
+  }();
   return names;
 }
 
@@ -233,9 +251,8 @@ std::optional<Device> simulated_device(std::string_view name) {
     if (!target) return std::nullopt;
     d.kind = DeviceKind::cpu;
     d.cpu.cores = 2;
-    d.cpu.avx2 = d.cpu.fma = d.cpu.f16c = *target != IsaTarget::scalar;
-    d.cpu.avx512f = *target == IsaTarget::avx512 || *target == IsaTarget::avx512bf16;
-    d.cpu.avx512_bf16 = *target == IsaTarget::avx512bf16;
+    // Exactly the features its target needs (core/isa_targets.def).
+    for (bool CpuFeatures::*f : isa_rows()[static_cast<std::size_t>(*target)].needs) d.cpu.*f = true;
     d.cpu.isa = *target;
     d.cpu.isa_chosen = true;  // named by the device: a simulated CPU runs exactly its target
     return d;

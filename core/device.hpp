@@ -3,6 +3,7 @@
 // grammar and one parser (parse_device) serve every command.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,15 +15,23 @@ namespace sdpa {
 enum class DeviceKind { cpu, cuda };
 
 // The instruction-set target a CPU kernel runs with: every CPU backend has one translation
-// unit per target, chosen at run time from the device (Highway's model).
+// unit per target, chosen at run time from the device (Highway's model). The targets, their
+// order and what each needs are the rows of core/isa_targets.def.
 enum class IsaTarget {
-  scalar,      // portable C++, no intrinsics
-  avx2,        // AVX2 + FMA + F16C
-  avx512,      // AVX-512 F/BW/DQ/VL
-  avx512bf16,  // AVX-512 + AVX512-BF16 (vdpbf16ps)
+#define SDPA_CTS_ISA_TARGET(name, ...) name,
+#include "core/isa_targets.def"
+#undef SDPA_CTS_ISA_TARGET
 };
+// How many targets there are; IsaTarget values are 0 .. kIsaTargetCount - 1, in the table's order.
+inline constexpr std::size_t kIsaTargetCount = 0
+#define SDPA_CTS_ISA_TARGET(name, ...) +1
+#include "core/isa_targets.def"
+#undef SDPA_CTS_ISA_TARGET
+    ;
+// Every target, in the table's order.
+const std::vector<IsaTarget>& all_isa_targets();
 
-// "scalar", "avx2", "avx512", "avx512bf16".
+// "scalar", "avx2", "avx512", "avx512bf16": the table's names.
 std::string_view isa_target_name(IsaTarget t);
 // The target of that name, or nullopt.
 std::optional<IsaTarget> parse_isa_target(std::string_view name);

@@ -127,8 +127,6 @@ bool some_attended_key_kept(const Problem& p) {
   return !attended;
 }
 
-const std::vector<IsaTarget> kAllIsas = {IsaTarget::scalar, IsaTarget::avx2, IsaTarget::avx512,
-                                         IsaTarget::avx512bf16};
 
 }  // namespace
 
@@ -142,7 +140,7 @@ bool ValuePair::operator==(const ValuePair& o) const {
 std::vector<PairDimension> pair_dimensions(const Backend& backend) {
   const TilingCuts& lb = backend.capabilities().tiling;
   std::vector<std::string> isas;
-  for (IsaTarget t : kAllIsas) isas.emplace_back(isa_target_name(t));
+  for (IsaTarget t : all_isa_targets()) isas.emplace_back(isa_target_name(t));
   return {
       {"dtype", {"f32", "f16", "bf16", "f64"}, true},
       {"simd", isas, false},
@@ -178,7 +176,7 @@ std::vector<int> classify_job(const Case& c, const Backend& backend, IsaTarget i
               : p.dtype == DType::f16  ? 1
               : p.dtype == DType::bf16 ? 2
                                        : 3;
-  v[kSimd] = static_cast<int>(std::find(kAllIsas.begin(), kAllIsas.end(), isa) - kAllIsas.begin());
+  v[kSimd] = static_cast<int>(isa);  // IsaTarget values are the table's indices
   v[kThreads] = threads == 1 ? 0 : 1;
   v[kCausal] = static_cast<int>(p.causal);
   v[kWindow] = p.window.enabled ? 1 : 0;
@@ -603,7 +601,9 @@ PairCoverage pair_coverage(const Backend& backend, const std::vector<CoverageJob
     possible_values.insert({p.d1, p.v1});
     possible_values.insert({p.d2, p.v2});
   }
-  auto isa_run = [&](int v) { return isas.count(kAllIsas[static_cast<std::size_t>(v)]) > 0; };
+  auto isa_run = [&](int v) {
+    return isas.count(all_isa_targets()[static_cast<std::size_t>(v)]) > 0;
+  };
   for (const auto& p : all_pairs(dims, any_dims)) {
     // A SIMD target this machine lacks is not part of the run: its pairs are not counted.
     if ((p.d1 == kSimd && !isa_run(p.v1)) || (p.d2 == kSimd && !isa_run(p.v2))) {

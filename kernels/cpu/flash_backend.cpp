@@ -21,8 +21,15 @@
 #include "kernels/cpu/cpu_backends.hpp"
 #include "kernels/cpu/flash_backward.hpp"
 #include "kernels/cpu/flash_kernel.hpp"
+#include "kernels/cpu/isa_dispatch.hpp"
 #include "kernels/cpu/isa_target.hpp"
 #include "kernels/lowered_problem.hpp"
+#include "flash_impl_isas.hpp"
+
+namespace sdpa::cpu::flash {
+// run_item_<target> of each unit of flash_impl.hpp (kernels/cpu/CMakeLists.txt lists them).
+SDPA_CTS_ISA_DECLARE(flash_impl, RunItemFn, run_item)
+}  // namespace sdpa::cpu::flash
 
 namespace sdpa::cpu {
 namespace {
@@ -135,21 +142,8 @@ class FlashBackend final : public Backend {
 void FlashBackend::run(const Problem& p, const Buffers& buf, const Device& device,
                        const RunOptions& options) const {
   const IsaTarget target = isa_to_run(device);
-  flash::ItemFn fn = nullptr;
-  switch (target) {
-    case IsaTarget::scalar:
-      fn = flash::run_item_scalar;
-      break;
-    case IsaTarget::avx2:
-      fn = flash::run_item_avx2;
-      break;
-    case IsaTarget::avx512:
-      fn = flash::run_item_avx512;
-      break;
-    case IsaTarget::avx512bf16:
-      fn = flash::run_item_avx512bf16;
-      break;
-  }
+  const flash::ItemFn fn =
+      SDPA_CTS_ISA_DISPATCH(flash_impl, flash::RunItemFn, flash::run_item, target);
 
   const i64 B = p.batch, Hq = p.heads_q, L = p.len_q;
   const LoweredProblem lowered(p, buf);

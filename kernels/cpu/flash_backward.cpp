@@ -24,9 +24,16 @@
 #include "core/philox.hpp"
 #include "kernels/cpu/bf16_range.hpp"
 #include "kernels/cpu/flash_backward_kernel.hpp"
+#include "kernels/cpu/isa_dispatch.hpp"
 #include "kernels/cpu/isa_target.hpp"
 #include "kernels/cpu/sdpa_rows.hpp"
 #include "kernels/lowered_problem.hpp"
+#include "flash_backward_impl_isas.hpp"
+
+namespace sdpa::cpu::flash {
+// backward_task_<target> of each unit of flash_backward_impl.hpp (kernels/cpu/CMakeLists.txt).
+SDPA_CTS_ISA_DECLARE(flash_backward_impl, BackwardTaskFnType, backward_task)
+}  // namespace sdpa::cpu::flash
 
 namespace sdpa::cpu {
 namespace {
@@ -275,16 +282,8 @@ flash::BackwardScratch backward_scratch(i64 group, i64 rows, i64 dqp, i64 dvp) {
 }
 
 flash::BackwardTaskFn backward_kernel(IsaTarget target) {
-  switch (target) {
-    case IsaTarget::scalar:
-      return flash::backward_task_scalar;
-    case IsaTarget::avx2:
-      return flash::backward_task_avx2;
-    case IsaTarget::avx512:
-      return flash::backward_task_avx512;
-    default:
-      return flash::backward_task_avx512bf16;
-  }
+  return SDPA_CTS_ISA_DISPATCH(flash_backward_impl, flash::BackwardTaskFnType,
+                               flash::backward_task, target);
 }
 
 // True when every nonzero element of the bf16 tensor `v` of `base` has a magnitude of at least

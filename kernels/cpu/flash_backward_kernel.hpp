@@ -62,13 +62,10 @@ struct BackwardParams : sdpa_cts_params {
 // b (one task; every output element belongs to one task). Returns false, having written some
 // of them, when a value left the f32 range or was not finite (non-finite inputs, dO . V
 // beyond f32): the driver then computes the task again on its guarded path.
-using BackwardTaskFn = bool (*)(const BackwardParams&, std::int64_t b, std::int64_t hkv,
+// Each per-target unit of flash_backward_impl.hpp exports backward_task_<target> of this type;
+// flash_backward.cpp declares and dispatches them (kernels/cpu/isa_dispatch.hpp).
+using BackwardTaskFnType = bool(const BackwardParams&, std::int64_t b, std::int64_t hkv,
                                 unsigned char* scratch);
-
-bool backward_task_scalar(const BackwardParams&, std::int64_t b, std::int64_t hkv, unsigned char*);
-bool backward_task_avx2(const BackwardParams&, std::int64_t b, std::int64_t hkv, unsigned char*);
-bool backward_task_avx512(const BackwardParams&, std::int64_t b, std::int64_t hkv, unsigned char*);
-bool backward_task_avx512bf16(const BackwardParams&, std::int64_t b, std::int64_t hkv,
-                              unsigned char*);
+using BackwardTaskFn = BackwardTaskFnType*;
 
 }  // namespace sdpa::cpu::flash

@@ -60,11 +60,9 @@ struct Item {
 
 // Computes one item: writes its rows of O and LSE. `scratch` has scratch.bytes bytes,
 // 64-byte aligned, owned by the calling thread.
-using ItemFn = void (*)(const Params&, const Item&, unsigned char* scratch);
-
-void run_item_scalar(const Params& p, const Item& item, unsigned char* scratch);
-void run_item_avx2(const Params& p, const Item& item, unsigned char* scratch);
-void run_item_avx512(const Params& p, const Item& item, unsigned char* scratch);
-void run_item_avx512bf16(const Params& p, const Item& item, unsigned char* scratch);
+// Each per-target unit of flash_impl.hpp exports run_item_<target> of this type;
+// flash_backend.cpp declares and dispatches them (kernels/cpu/isa_dispatch.hpp).
+using RunItemFn = void(const Params&, const Item&, unsigned char* scratch);
+using ItemFn = RunItemFn*;
 
 }  // namespace sdpa::cpu::flash

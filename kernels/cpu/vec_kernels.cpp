@@ -1,18 +1,14 @@
 #include "kernels/cpu/vec_kernels.hpp"
 
+#include "kernels/cpu/isa_dispatch.hpp"
+#include "vec_kernels_impl_isas.hpp"
+
 namespace sdpa::cpu::vk {
 
+SDPA_CTS_ISA_DECLARE(vec_kernels_impl, TableFn, table)
+
 const Table& table(IsaTarget target) {
-  switch (target) {
-    case IsaTarget::scalar:
-      return scalar_table();
-    case IsaTarget::avx2:
-      return avx2_table();
-    case IsaTarget::avx512:
-    case IsaTarget::avx512bf16:
-      return avx512_table();
-  }
-  return scalar_table();
+  return SDPA_CTS_ISA_DISPATCH(vec_kernels_impl, TableFn, table, target)();
 }
 
 }  // namespace sdpa::cpu::vk

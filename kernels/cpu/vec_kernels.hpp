@@ -71,12 +71,10 @@ struct Table {
                      std::int64_t ldacc, const Prefetch& next);
 };
 
-// The table of a target (avx512bf16 uses the avx512 table: these kernels compute in f32).
+// The table of a target: the per-target units' table_<target>() (vec_kernels.cpp; a target
+// without a unit of its own, avx512bf16, uses the avx512 table: these kernels compute in f32).
 const Table& table(IsaTarget target);
-
-// Per-target tables, each defined in its own translation unit.
-const Table& scalar_table();
-const Table& avx2_table();
-const Table& avx512_table();
+// The type of each unit's table_<target>().
+using TableFn = const Table&();
 
 }  // namespace sdpa::cpu::vk

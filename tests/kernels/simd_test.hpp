@@ -20,9 +20,8 @@ struct Report {
   char messages[10][300];
 };
 
-void run_scalar(Report& r);
-void run_avx2(Report& r);
-void run_avx512(Report& r);
-void run_avx512bf16(Report& r);
+// Each per-target unit of simd_test_body.hpp exports run_<target> of this type; simd_test.cpp
+// declares and dispatches them (kernels/cpu/isa_dispatch.hpp).
+using RunFn = void(Report& r);
 
 }  // namespace sdpa::cpu::simd_test
