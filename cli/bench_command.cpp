@@ -198,7 +198,7 @@ Command add_bench_command(CLI::App& parent) {
   cmd->add_option("--warmup", opt->warmup, "Untimed runs first")
       ->check(cli::at_least(0))
       ->capture_default_str();
-  cmd->add_option("--simd", opt->simd, "Force a SIMD target: scalar, avx2, avx512, avx512bf16");
+  cmd->add_option("--simd", opt->simd, "Force a SIMD target: " + isa_target_list());
   cmd->add_option(
          "--device", opt->device,
          "cpu (detected), cuda (the GPU, in a build with CUDA), auto, a simulated CPU this "

@@ -44,7 +44,7 @@ void add_run_request_options(CLI::App* cmd, RunRequest* request, std::string* sh
   cmd->add_option("--jobs", request->jobs, "Worker processes at once")->check(cli::at_least(1));
   cmd->add_option("--threads", request->threads, "OpenMP threads per backend run (0 = default)")
       ->check(cli::at_least(0));
-  cmd->add_option("--simd", request->simd, "SIMD target: scalar, avx2, avx512, avx512bf16, or all");
+  cmd->add_option("--simd", request->simd, "SIMD target: " + isa_target_list() + ", or all");
   cmd->add_option("--timeout", request->timeout, "Per-case timeout in seconds")
       ->check(cli::greater_than_zero());
   cmd->add_option_function<std::string>(
@@ -80,7 +80,7 @@ void add_search_options(CLI::App* cmd, SearchOptions* o) {
          "cpu, cuda (the GPU, in a build with CUDA), auto, or a simulated CPU this machine can "
          "run, or smNN:emulate=1 (the fused CUDA kernels on the host emulator)")
       ->capture_default_str();
-  cmd->add_option("--simd", o->simd, "SIMD target: scalar, avx2, avx512, avx512bf16");
+  cmd->add_option("--simd", o->simd, "SIMD target: " + isa_target_list());
   cmd->add_option("--threads", o->threads, "OpenMP threads per run (0 = default)")
       ->check(cli::at_least(0));
   cmd->add_option("--jobs", o->jobs, "Worker processes at once")

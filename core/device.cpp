@@ -46,11 +46,6 @@ std::string known_names() {
   return s + ", smN (30 <= N <= 199)";
 }
 
-std::string known_targets() {
-  std::string s;
-  for (const IsaTargetRow& r : isa_rows()) s += (s.empty() ? "" : ", ") + std::string(r.name);
-  return s;
-}
 
 // "MAJOR.MINOR.PATCH" (patch optional) to major * 10000 + minor * 100 + patch, or (without
 // want_patch) "MAJOR.MINOR" to major * 1000 + minor * 10, CUDA's encoding.
@@ -70,7 +65,7 @@ std::optional<int> parse_version(std::string_view s, bool want_patch) {
 // Sets cpu.isa to the named target; "" on success, else why not.
 std::string choose_isa(CpuFeatures& cpu, std::string_view name) {
   const auto t = parse_isa_target(name);
-  if (!t) return "unknown ISA target '" + std::string(name) + "' (known: " + known_targets() + ")";
+  if (!t) return "unknown ISA target '" + std::string(name) + "' (known: " + isa_target_list() + ")";
   for (IsaTarget a : available_isa_targets(cpu)) {
     if (a == *t) {
       cpu.isa = *t;
@@ -95,6 +90,12 @@ const std::vector<IsaTarget>& all_isa_targets() {
     return t;
   }();
   return all;
+}
+
+std::string isa_target_list() {
+  std::string s;
+  for (const IsaTargetRow& r : isa_rows()) s += (s.empty() ? "" : ", ") + std::string(r.name);
+  return s;
 }
 
 std::string_view isa_target_name(IsaTarget t) {

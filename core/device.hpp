@@ -30,6 +30,8 @@ inline constexpr std::size_t kIsaTargetCount = 0
     ;
 // Every target, in the table's order.
 const std::vector<IsaTarget>& all_isa_targets();
+// Their names, "scalar, avx2, avx512, avx512bf16" (for messages and help texts).
+std::string isa_target_list();
 
 // "scalar", "avx2", "avx512", "avx512bf16": the table's names.
 std::string_view isa_target_name(IsaTarget t);

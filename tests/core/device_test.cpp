@@ -83,10 +83,39 @@ TEST(Device, OverrideErrorsNameTheOption) {
   EXPECT_EQ(error_of("sm90:fast"), "device 'sm90:fast': option 'fast' is not key=value");
 }
 
+// "scalar, avx2, ...": every target of core/isa_targets.def, each with `prefix`.
+std::string target_list(const std::string& prefix) {
+  std::string s;
+  for (IsaTarget t : all_isa_targets())
+    s += (s.empty() ? "" : ", ") + prefix + std::string(isa_target_name(t));
+  return s;
+}
+
+// The one table of targets (core/isa_targets.def), as its users rely on it: in ascending
+// order (each target's simulated CPU runs every earlier target, and no later one), unique
+// names that parse back, a simulated cpu-<name> device for each that runs exactly up to it.
+TEST(Device, TheTargetTableIsOrderedAndSelfConsistent) {
+  const std::vector<IsaTarget>& all = all_isa_targets();
+  ASSERT_FALSE(all.empty());
+  EXPECT_EQ(all.front(), IsaTarget::scalar);
+  EXPECT_EQ(all.size(), kIsaTargetCount);
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    EXPECT_EQ(static_cast<std::size_t>(all[i]), i) << "IsaTarget values are the table's indices";
+    const std::string name(isa_target_name(all[i]));
+    EXPECT_EQ(parse_isa_target(name), all[i]) << name;
+    const Device d = parse_device_or_throw("cpu-" + name);
+    EXPECT_EQ(d.cpu.isa, all[i]) << name;
+    const std::vector<IsaTarget> runs = available_isa_targets(d.cpu);
+    EXPECT_EQ(runs, std::vector<IsaTarget>(all.begin(), all.begin() + static_cast<long>(i) + 1))
+        << "cpu-" << name << " runs exactly the targets up to its own";
+  }
+  EXPECT_EQ(isa_target_list(), target_list(""));
+}
+
 TEST(Device, UnknownNamesListTheKnownOnes) {
   EXPECT_EQ(error_of("tpu"),
-            "unknown device 'tpu' (known: cpu, cuda, auto, cpu-scalar, cpu-avx2, cpu-avx512, "
-            "cpu-avx512bf16, sm50, sm75, sm80, sm86, sm89, sm90, sm100, sm120, sm121, smN (30 <= N "
+            "unknown device 'tpu' (known: cpu, cuda, auto, " + target_list("cpu-") +
+            ", sm50, sm75, sm80, sm86, sm89, sm90, sm100, sm120, sm121, smN (30 <= N "
             "<= "
             "199))");
   EXPECT_NE(error_of("").find("unknown device ''"), std::string::npos);
@@ -150,8 +179,8 @@ TEST(Device, IsaTargetOverrideChoosesATargetTheCpuHas) {
             "device 'cpu-avx2:isa=avx512': option 'isa': ISA target 'avx512' is not available "
             "on this CPU (available: scalar, avx2)");
   EXPECT_EQ(error_of("cpu-avx2:isa=sse"),
-            "device 'cpu-avx2:isa=sse': option 'isa': unknown ISA target 'sse' (known: scalar, "
-            "avx2, avx512, avx512bf16)");
+            "device 'cpu-avx2:isa=sse': option 'isa': unknown ISA target 'sse' (known: " +
+                target_list("") + ")");
   EXPECT_EQ(error_of("sm80:isa=avx2"),
             "device 'sm80:isa=avx2': unknown option 'isa' for a GPU (known: cudnn, cuda, sms, "
             "smem, cudnn_nested, emulate, mma)");
