@@ -25,20 +25,28 @@ FORBIDDEN = [
 ]
 
 
+def project_includes(root, folder):
+    """Yields (file path from root, line number, included top-level folder) for every
+    `#include "X/..."` in the source files below `folder`."""
+    for dirpath, dirnames, filenames in os.walk(os.path.join(root, folder)):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
+        for name in sorted(filenames):
+            if not name.endswith(SOURCE_SUFFIXES):
+                continue
+            path = os.path.join(dirpath, name)
+            with open(path, encoding="utf-8", errors="replace") as f:
+                for n, line in enumerate(f, 1):
+                    m = INCLUDE.match(line)
+                    if m:
+                        yield os.path.relpath(path, root), n, m.group(1)
+
+
 def forbidden_includes(root):
     """Yields one problem per file of a FORBIDDEN folder that includes what it must not."""
     for folder, target, why in FORBIDDEN:
-        for dirpath, dirnames, filenames in os.walk(os.path.join(root, folder)):
-            dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
-            for name in sorted(filenames):
-                if not name.endswith(SOURCE_SUFFIXES):
-                    continue
-                path = os.path.join(dirpath, name)
-                with open(path, encoding="utf-8", errors="replace") as f:
-                    for n, line in enumerate(f, 1):
-                        m = INCLUDE.match(line)
-                        if m and m.group(1) == target:
-                            yield f"{os.path.relpath(path, root)}:{n} includes from {target}/ ({why})"
+        for where, n, included in project_includes(root, folder):
+            if included == target:
+                yield f"{where}:{n} includes from {target}/ ({why})"
 
 
 def top_level_folders(root):
@@ -54,17 +62,9 @@ def include_edges(root):
     folders = set(top_level_folders(root))
     edges = {}
     for top in sorted(folders):
-        for dirpath, dirnames, filenames in os.walk(os.path.join(root, top)):
-            dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
-            for name in sorted(filenames):
-                if not name.endswith(SOURCE_SUFFIXES):
-                    continue
-                path = os.path.join(dirpath, name)
-                with open(path, encoding="utf-8", errors="replace") as f:
-                    for line in f:
-                        m = INCLUDE.match(line)
-                        if m and m.group(1) in folders and m.group(1) != top:
-                            edges.setdefault((top, m.group(1)), os.path.relpath(path, root))
+        for where, _, included in project_includes(root, top):
+            if included in folders and included != top:
+                edges.setdefault((top, included), where)
     return edges
 
 

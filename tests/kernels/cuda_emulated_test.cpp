@@ -217,7 +217,6 @@ TEST(EmulatedCudaTensorCores, TruncatingSumsNeedTheContractsTerm) {
 // cudaLaunchKernel does on a GPU, naming both sizes.
 struct SmallBody {
   static constexpr int kThreads = 32;
-  static constexpr int kMinBlocks = 1;
   static constexpr std::size_t kSmemBytes = 2048;
   void operator()(unsigned char*) const {}
 };

@@ -95,5 +95,6 @@ SDPA_CTS_PLUGIN_EXPORT const sdpa_cts_plugin* sdpa_cts_plugin_entry(uint32_t maj
   return &plugin;
 }
 #else
-SDPA_CTS_PLUGIN_EXPORT int not_the_entry = 1;
+/* Exported, but not the entry; it keeps the backend table referenced. */
+SDPA_CTS_PLUGIN_EXPORT const void* not_the_entry = kBackends;
 #endif
