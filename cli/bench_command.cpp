@@ -28,6 +28,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/engine_options.hpp"
+#include "cli/number_checks.hpp"
 #include "conformance/engine/data_gen.hpp"
 #include "conformance/judge/memory_space.hpp"
 #include "core/case_buffers.hpp"
@@ -36,7 +37,6 @@
 #include "core/guarded_buffer.hpp"
 #include "kernels/registry.hpp"
 #include "plugins/host/plugin_set.hpp"
-#include "cli/number_checks.hpp"
 
 namespace sdpa::cli {
 

@@ -17,11 +17,11 @@
 #include "cli/commands.hpp"
 #include "cli/distinct_dirs.hpp"
 #include "cli/engine_options.hpp"
+#include "cli/number_checks.hpp"
 #include "conformance/certification/bundle.hpp"
 #include "conformance/certification/sha256.hpp"
 #include "conformance/engine/case_sampler.hpp"
 #include "conformance/engine/tier.hpp"
-#include "cli/number_checks.hpp"
 
 namespace sdpa::cli {
 
@@ -180,8 +180,7 @@ Command add_bundle_verify_command(CLI::App& parent) {
       ->check(cli::at_least(0));
   cmd->add_option("--rerun-seed", opt->rerun_seed, "Which cases --rerun draws")
       ->capture_default_str();
-  cmd->add_option("--jobs", opt->jobs, "Worker processes for the re-runs")
-      ->check(cli::at_least(1));
+  cmd->add_option("--jobs", opt->jobs, "Worker processes for the re-runs")->check(cli::at_least(1));
   cmd->add_option("--plugin", opt->plugins,
                   "The plugin file of a plugin backend (its SHA-256 must be the bundle's)");
   return {cmd, [opt] { return verify(*opt); }};

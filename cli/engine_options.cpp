@@ -2,10 +2,10 @@
 
 #include <cstdlib>
 
+#include "cli/number_checks.hpp"
 #include "conformance/engine/byte_size.hpp"
 #include "conformance/engine/case_memory.hpp"
 #include "conformance/engine/case_sampler.hpp"
-#include "cli/number_checks.hpp"
 
 namespace sdpa::cli {
 

@@ -15,6 +15,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/engine_options.hpp"
+#include "cli/number_checks.hpp"
 #include "conformance/engine/case_sampler.hpp"
 #include "core/case_id.hpp"
 #include "core/device.hpp"
@@ -23,7 +24,6 @@
 #include "dispatcher/mha_path.hpp"
 #include "dispatcher/pytorch_model.hpp"
 #include "plugins/host/plugin_set.hpp"
-#include "cli/number_checks.hpp"
 
 namespace sdpa::cli {
 namespace {

@@ -24,10 +24,10 @@
 #include "cli/commands.hpp"
 #include "cli/engine_options.hpp"
 #include "cli/libfuzzer_engine.hpp"
+#include "cli/number_checks.hpp"
 #include "conformance/engine/case_sampler.hpp"
 #include "core/case_id.hpp"
 #include "core/verdict.hpp"
-#include "cli/number_checks.hpp"
 
 namespace sdpa::cli {
 namespace {

@@ -12,9 +12,9 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "cli/number_checks.hpp"
 #include "conformance/engine/golden_verify.hpp"
 #include "golden/golden_file.hpp"
-#include "cli/number_checks.hpp"
 
 namespace sdpa::cli {
 

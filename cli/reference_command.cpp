@@ -10,10 +10,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/number_checks.hpp"
 #include "conformance/engine/data_gen.hpp"
 #include "core/case_id.hpp"
 #include "reference/sdpa_reference.hpp"
-#include "cli/number_checks.hpp"
 
 namespace sdpa::cli {
 

@@ -46,7 +46,6 @@ std::string known_names() {
   return s + ", smN (30 <= N <= 199)";
 }
 
-
 // "MAJOR.MINOR.PATCH" (patch optional) to major * 10000 + minor * 100 + patch, or (without
 // want_patch) "MAJOR.MINOR" to major * 1000 + minor * 10, CUDA's encoding.
 std::optional<int> parse_version(std::string_view s, bool want_patch) {
@@ -65,7 +64,8 @@ std::optional<int> parse_version(std::string_view s, bool want_patch) {
 // Sets cpu.isa to the named target; "" on success, else why not.
 std::string choose_isa(CpuFeatures& cpu, std::string_view name) {
   const auto t = parse_isa_target(name);
-  if (!t) return "unknown ISA target '" + std::string(name) + "' (known: " + isa_target_list() + ")";
+  if (!t)
+    return "unknown ISA target '" + std::string(name) + "' (known: " + isa_target_list() + ")";
   for (IsaTarget a : available_isa_targets(cpu)) {
     if (a == *t) {
       cpu.isa = *t;
@@ -236,7 +236,8 @@ const std::vector<std::string>& simulated_device_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> n;
     for (const IsaTargetRow& r : isa_rows()) n.push_back("cpu-" + std::string(r.name));
-    for (const char* sm : {"sm50", "sm75", "sm80", "sm86", "sm89", "sm90", "sm100", "sm120", "sm121"})
+    for (const char* sm :
+         {"sm50", "sm75", "sm80", "sm86", "sm89", "sm90", "sm100", "sm120", "sm121"})
       n.push_back(sm);
     return n;
   }();
@@ -253,7 +254,8 @@ std::optional<Device> simulated_device(std::string_view name) {
     d.kind = DeviceKind::cpu;
     d.cpu.cores = 2;
     // Exactly the features its target needs (core/isa_targets.def).
-    for (bool CpuFeatures::*f : isa_rows()[static_cast<std::size_t>(*target)].needs) d.cpu.*f = true;
+    for (bool CpuFeatures::*f : isa_rows()[static_cast<std::size_t>(*target)].needs)
+      d.cpu.*f = true;
     d.cpu.isa = *target;
     d.cpu.isa_chosen = true;  // named by the device: a simulated CPU runs exactly its target
     return d;

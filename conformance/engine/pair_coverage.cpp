@@ -127,7 +127,6 @@ bool some_attended_key_kept(const Problem& p) {
   return !attended;
 }
 
-
 }  // namespace
 
 bool ValuePair::operator<(const ValuePair& o) const {

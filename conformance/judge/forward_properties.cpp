@@ -101,14 +101,14 @@ ForwardPropertyOutcome check_forward_properties(const Backend& backend, const Pr
                     threads_text(other.threads) + "): " + *err;
       return out;
     }
-    const char* differs = !same_region(first.o, again.o)               ? "o"
-                          : p.want_lse && !same_region(first.lse, again.lse) ? "lse"
-                          : p.want_weights && !same_region(first.weights, again.weights)
-                              ? "weights"
-                              : nullptr;
+    const char* differs = !same_region(first.o, again.o)                                 ? "o"
+                          : p.want_lse && !same_region(first.lse, again.lse)             ? "lse"
+                          : p.want_weights && !same_region(first.weights, again.weights) ? "weights"
+                                                                                         : nullptr;
     if (differs) {
-      out.failure = std::string("the forward is not bitwise deterministic although the backend "
-                                "declares it: ") +
+      out.failure = std::string(
+                        "the forward is not bitwise deterministic although the backend "
+                        "declares it: ") +
                     differs + " differs between " + threads_text(options.threads) + " and " +
                     threads_text(other.threads);
       return out;

@@ -10,9 +10,9 @@
 #include "conformance/judge/judge.hpp"
 #include "conformance/judge/tolerance.hpp"
 #include "core/case_buffers.hpp"
+#include "core/verdict.hpp"
 #include "kernels/backend.hpp"
 #include "reference/sdpa_reference.hpp"
-#include "core/verdict.hpp"
 
 namespace sdpa::conformance {
 

@@ -110,8 +110,9 @@ std::optional<CaseOutcome> precheck(const Backend& backend, const Problem& p,
 
 namespace {
 
-// Step 4 (docs/CONFORMANCE.md, "One case"): the backend's forward on guarded outputs in its memory space, then the guards: a
-// throw, a modified input, an unwritten output or a write outside a view is the verdict.
+// Step 4 (docs/CONFORMANCE.md, "One case"): the backend's forward on guarded outputs in its memory
+// space, then the guards: a throw, a modified input, an unwritten output or a write outside a view
+// is the verdict.
 struct ForwardRun {
   OutputBuffers outputs;
   std::unique_ptr<PlacedBuffers> placed;  // the buffers run() got (the backward reads them)
@@ -137,8 +138,8 @@ ForwardRun run_forward(const Backend& backend, const Problem& p, InputBuffers& i
     backend.run(p, r.placed->get(), device, options);
     r.placed->copy_back();
   } catch (const std::exception& e) {
-    r.verdict =
-        verdict(Status::fail, std::string("the backend threw after supports() accepted: ") + e.what());
+    r.verdict = verdict(Status::fail,
+                        std::string("the backend threw after supports() accepted: ") + e.what());
     return r;
   }
   if (auto v = in.check_unchanged()) {
@@ -233,21 +234,21 @@ void compare_weights(const Problem& p, const InputBuffers& in, const OutputBuffe
                      CaseOutcome& out) {
   Worst worst{out};
   const std::vector<double>& want_w = *want.weights;
-  const std::vector<double> mag_w = want.capture > 0
-                                        ? weight_magnitudes(p, in.pointers(), ref, want_w)
-                                        : std::vector<double>{};
+  const std::vector<double> mag_w =
+      want.capture > 0 ? weight_magnitudes(p, in.pointers(), ref, want_w) : std::vector<double>{};
   const ToleranceFactors wf = tolerance_factors(p, contract, p.len_kv, table);
   for (std::size_t x = 0; x < want_w.size(); ++x) {
-    const double got = load_as_double(p.dtype, outputs.weights.data(), static_cast<std::int64_t>(x));
+    const double got =
+        load_as_double(p.dtype, outputs.weights.data(), static_cast<std::int64_t>(x));
     const std::int64_t row = static_cast<std::int64_t>(x) / std::max<std::int64_t>(p.len_kv, 1);
     double tol = weights_tolerance(wf, ref, row, want_w[x], table);
     if (want.capture > 0) tol += want.capture * mag_w[x];
     double err;
     const double q = ratio_of(got, want_w[x], tol, &err);
     if (q > out.worst_ratio) {
-      worst.consider(q, 0,
-                     "weights[" + std::to_string(x) + "] = " + num(got) + ", expected " +
-                         num(want_w[x]));
+      worst.consider(
+          q, 0,
+          "weights[" + std::to_string(x) + "] = " + num(got) + ", expected " + num(want_w[x]));
     }
   }
 }
@@ -386,6 +387,5 @@ CaseOutcome judge(const Backend& backend, const Problem& p, InputBuffers& in, co
   quality_gate(p, in, run.outputs, ref, expected != nullptr, table, out);
   return out;
 }
-
 
 }  // namespace sdpa::conformance

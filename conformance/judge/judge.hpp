@@ -13,8 +13,8 @@
 
 #include "conformance/judge/tolerance.hpp"
 #include "core/case_buffers.hpp"
-#include "kernels/backend.hpp"
 #include "core/verdict.hpp"
+#include "kernels/backend.hpp"
 
 namespace sdpa::conformance {
 
@@ -76,6 +76,5 @@ std::optional<CaseOutcome> precheck(const Backend& backend, const Problem& p, co
 CaseOutcome judge(const Backend& backend, const Problem& p, InputBuffers& in, const Device& device,
                   const RunOptions& options, const ExpectedValues* expected = nullptr,
                   const ToleranceTable& table = {});
-
 
 }  // namespace sdpa::conformance

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/philox.hpp"
+#include "flash_impl_isas.hpp"
 #include "kernels/cpu/bf16_range.hpp"
 #include "kernels/cpu/cpu_backends.hpp"
 #include "kernels/cpu/flash_backward.hpp"
@@ -24,7 +25,6 @@
 #include "kernels/cpu/isa_dispatch.hpp"
 #include "kernels/cpu/isa_target.hpp"
 #include "kernels/lowered_problem.hpp"
-#include "flash_impl_isas.hpp"
 
 namespace sdpa::cpu::flash {
 // run_item_<target> of each unit of flash_impl.hpp (kernels/cpu/CMakeLists.txt lists them).

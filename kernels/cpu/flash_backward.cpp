@@ -22,13 +22,13 @@
 #include <vector>
 
 #include "core/philox.hpp"
+#include "flash_backward_impl_isas.hpp"
 #include "kernels/cpu/bf16_range.hpp"
 #include "kernels/cpu/flash_backward_kernel.hpp"
 #include "kernels/cpu/isa_dispatch.hpp"
 #include "kernels/cpu/isa_target.hpp"
 #include "kernels/cpu/sdpa_rows.hpp"
 #include "kernels/lowered_problem.hpp"
-#include "flash_backward_impl_isas.hpp"
 
 namespace sdpa::cpu::flash {
 // backward_task_<target> of each unit of flash_backward_impl.hpp (kernels/cpu/CMakeLists.txt).
@@ -282,8 +282,8 @@ flash::BackwardScratch backward_scratch(i64 group, i64 rows, i64 dqp, i64 dvp) {
 }
 
 flash::BackwardTaskFn backward_kernel(IsaTarget target) {
-  return SDPA_CTS_ISA_DISPATCH(flash_backward_impl, flash::BackwardTaskFnType,
-                               flash::backward_task, target);
+  return SDPA_CTS_ISA_DISPATCH(flash_backward_impl, flash::BackwardTaskFnType, flash::backward_task,
+                               target);
 }
 
 // True when every nonzero element of the bf16 tensor `v` of `base` has a magnitude of at least

@@ -27,15 +27,16 @@
 
 // Declarations of name_<isa> for every target `kernel` has a unit for; Fn is a function type.
 #define SDPA_CTS_ISA_DECLARE_ONE(isa, Fn, name) Fn SDPA_CTS_ISA_PASTE(name, isa);
-#define SDPA_CTS_ISA_DECLARE(kernel, Fn, name) SDPA_CTS_ISAS_##kernel(SDPA_CTS_ISA_DECLARE_ONE, Fn, name)
+#define SDPA_CTS_ISA_DECLARE(kernel, Fn, name) \
+  SDPA_CTS_ISAS_##kernel(SDPA_CTS_ISA_DECLARE_ONE, Fn, name)
 
 // The entry of `kernel` for `target` (an IsaTarget), as a Fn*.
 #define SDPA_CTS_ISA_PAIR_ONE(isa, name) {::sdpa::IsaTarget::isa, &SDPA_CTS_ISA_PASTE(name, isa)},
-#define SDPA_CTS_ISA_DISPATCH(kernel, Fn, name, target)                                      \
-  ([]() -> const ::sdpa::cpu::IsaTable<Fn>& {                                                \
-    static const ::sdpa::cpu::IsaTable<Fn> table =                                          \
-        ::sdpa::cpu::isa_table<Fn>({SDPA_CTS_ISAS_##kernel(SDPA_CTS_ISA_PAIR_ONE, name)});   \
-    return table;                                                                            \
+#define SDPA_CTS_ISA_DISPATCH(kernel, Fn, name, target)                                    \
+  ([]() -> const ::sdpa::cpu::IsaTable<Fn>& {                                              \
+    static const ::sdpa::cpu::IsaTable<Fn> table =                                         \
+        ::sdpa::cpu::isa_table<Fn>({SDPA_CTS_ISAS_##kernel(SDPA_CTS_ISA_PAIR_ONE, name)}); \
+    return table;                                                                          \
   }()[static_cast<std::size_t>(target)])
 
 namespace sdpa::cpu {
@@ -49,7 +50,8 @@ template <typename Fn>
 IsaTable<Fn> isa_table(std::initializer_list<std::pair<IsaTarget, Fn*>> own) {
   IsaTable<Fn> t{};
   for (const auto& [target, fn] : own) t[static_cast<std::size_t>(target)] = fn;
-  if (t[0] == nullptr) throw std::logic_error("a per-target kernel needs a unit for the first target");
+  if (t[0] == nullptr)
+    throw std::logic_error("a per-target kernel needs a unit for the first target");
   for (std::size_t i = 1; i < t.size(); ++i)
     if (t[i] == nullptr) t[i] = t[i - 1];
   return t;

@@ -15,4 +15,7 @@
 #define SDPA_CTS_ISA_ENTRY(name) SDPA_CTS_ISA_PASTE(name, SDPA_CTS_ISA)
 #define SDPA_CTS_ISA_TARGET_VALUE ::sdpa::IsaTarget::SDPA_CTS_ISA
 #define SDPA_CTS_ISA_NAME SDPA_CTS_ISA_STR(SDPA_CTS_ISA)
+// A namespace private to the unit, impl_<target> (an object-like macro, so that formatters
+// read `namespace a::SDPA_CTS_ISA_NAMESPACE {` as a namespace).
+#define SDPA_CTS_ISA_NAMESPACE SDPA_CTS_ISA_PASTE(impl, SDPA_CTS_ISA)
 #endif

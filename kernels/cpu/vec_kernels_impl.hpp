@@ -26,7 +26,7 @@
 #include "kernels/cpu/simd/simd.hpp"
 #include "kernels/cpu/vec_kernels.hpp"
 
-namespace sdpa::cpu::vk::SDPA_CTS_ISA_ENTRY(impl) {
+namespace sdpa::cpu::vk::SDPA_CTS_ISA_NAMESPACE {
 namespace {
 
 using namespace sdpa::cpu::simd;
@@ -423,13 +423,13 @@ void acc_values(DType t, const float* p, std::int64_t ldp, std::int64_t m, const
 
 const Table& get_table() {
   static const Table t = {SDPA_CTS_ISA_NAME, kMR,       kNR,        &load_row,    &store_row,
-                          &pack_b,      &gemm,     &row_max,   &row_exp_sum, &row_mul,
-                          &row_add,     &dot_keys, &acc_values};
+                          &pack_b,           &gemm,     &row_max,   &row_exp_sum, &row_mul,
+                          &row_add,          &dot_keys, &acc_values};
   return t;
 }
 
-}  // namespace sdpa::cpu::vk::SDPA_CTS_ISA_ENTRY(impl)
+}  // namespace sdpa::cpu::vk::SDPA_CTS_ISA_NAMESPACE
 
 namespace sdpa::cpu::vk {
-const Table& SDPA_CTS_ISA_ENTRY(table)() { return SDPA_CTS_ISA_ENTRY(impl)::get_table(); }
+const Table& SDPA_CTS_ISA_ENTRY(table)() { return SDPA_CTS_ISA_NAMESPACE::get_table(); }
 }  // namespace sdpa::cpu::vk

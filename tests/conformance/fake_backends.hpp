@@ -26,8 +26,8 @@ enum class Fault {
   writes_margin,  // correct, plus one element written just before O's element 0
   writes_input,   // correct, plus one element of Q overwritten
   // Within the bound, but O's first element one unit in the last place off (toward +inf) ...
-  thread_dependent,  // ... unless run at 1 thread: bits that follow the thread count
-  batch_dependent,   // ... when the batch has more than one element: bits that follow the batch
+  thread_dependent,      // ... unless run at 1 thread: bits that follow the thread count
+  batch_dependent,       // ... when the batch has more than one element: bits that follow the batch
   lse_thread_dependent,  // the LSE's first entry so, unless run at 1 thread
 };
 

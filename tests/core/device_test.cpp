@@ -115,9 +115,9 @@ TEST(Device, TheTargetTableIsOrderedAndSelfConsistent) {
 TEST(Device, UnknownNamesListTheKnownOnes) {
   EXPECT_EQ(error_of("tpu"),
             "unknown device 'tpu' (known: cpu, cuda, auto, " + target_list("cpu-") +
-            ", sm50, sm75, sm80, sm86, sm89, sm90, sm100, sm120, sm121, smN (30 <= N "
-            "<= "
-            "199))");
+                ", sm50, sm75, sm80, sm86, sm89, sm90, sm100, sm120, sm121, smN (30 <= N "
+                "<= "
+                "199))");
   EXPECT_NE(error_of("").find("unknown device ''"), std::string::npos);
   EXPECT_THROW(parse_device_or_throw("cpu-avx3"), std::invalid_argument);
 }

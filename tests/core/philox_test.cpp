@@ -108,11 +108,23 @@ TEST(Philox, KeepMaskLayoutKnownAnswers) {
   ASSERT_EQ(t, 0x80000000u);
   const KeepVector vectors[] = {
       {0, 0, 0, 0, 0, {0u, 0u, 0u, 0u}, {0xb850222eu, 0xc58cb04bu, 0x14a7a020u, 0x7a84fff9u}, true},
-      {0, 1, 2, 3, 4, {0xc8u, 0u, 0u, 0u}, {0x5b8ea629u, 0x6e92b2e0u, 0x0107ed45u, 0xd2ea1fc0u},
+      {0,
+       1,
+       2,
+       3,
+       4,
+       {0xc8u, 0u, 0u, 0u},
+       {0x5b8ea629u, 0x6e92b2e0u, 0x0107ed45u, 0xd2ea1fc0u},
        false},
       // 0xffffffff + 200 carries into counter word 1.
-      {0xffffffffull, 1, 2, 3, 4, {0xc7u, 1u, 0u, 0u},
-       {0x861ae443u, 0xdba66991u, 0xc9df41b8u, 0x4d4c11cau}, true}};
+      {0xffffffffull,
+       1,
+       2,
+       3,
+       4,
+       {0xc7u, 1u, 0u, 0u},
+       {0x861ae443u, 0xdba66991u, 0xc9df41b8u, 0x4d4c11cau},
+       true}};
   for (const KeepVector& v : vectors) {
     const std::string at = "offset " + std::to_string(v.offset) + ", (b, h, i, j) = (" +
                            std::to_string(v.b) + ", " + std::to_string(v.h) + ", " +
