@@ -17,6 +17,7 @@
 #include "core/case_id.hpp"
 #include "core/device.hpp"
 #include "core/guarded_buffer.hpp"
+#include "kernels/lowered_problem.hpp"
 #include "kernels/registry.hpp"
 
 namespace {
@@ -68,7 +69,7 @@ int main(int argc, char** argv) {
                           o.data(),
                           p.want_lse ? lse.data() : nullptr,
                           p.want_weights ? w.data() : nullptr};
-        b->run(p, buf, dev, RunOptions{threads});
+        b->run(LoweredProblem(p, buf), dev, RunOptions{threads});
         std::uint64_t h = fnv(o.region(), o.region_size(), 1469598103934665603ull);
         h = fnv(lse.data(), lse.size() * sizeof(float), h);
         h = fnv(w.data(), w.size(), h);

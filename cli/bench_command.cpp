@@ -35,6 +35,7 @@
 #include "core/case_id.hpp"
 #include "core/device.hpp"
 #include "core/guarded_buffer.hpp"
+#include "kernels/lowered_problem.hpp"
 #include "kernels/registry.hpp"
 #include "plugins/host/plugin_set.hpp"
 
@@ -141,7 +142,7 @@ int run(const Options& opt) {
     std::sort(runs.begin(), runs.end());
     return runs;
   };
-  const auto runs = time_runs([&] { backend->run(p, buf, device, ro); });
+  const auto runs = time_runs([&] { backend->run(LoweredProblem(p, buf), device, ro); });
   const double best = runs.front().first, median = runs[runs.size() / 2].first;
   const double flops = forward_flops(p), bytes = kv_bytes(p);
   const std::string simd =
@@ -171,7 +172,8 @@ int run(const Options& opt) {
     }
     GradientBuffers g = make_gradient_outputs(p);
     const GradientPointers grads{in.d_out->data(), g.dq.data(), g.dk.data(), g.dv.data()};
-    const auto back = time_runs([&] { backend->run_backward(p, buf, grads, device, ro); });
+    const auto back =
+        time_runs([&] { backend->run_backward(LoweredProblem(p, buf, grads), device, ro); });
     const double bbest = back.front().first, bmedian = back[back.size() / 2].first;
     j["backward_seconds_best"] = bbest;
     j["backward_seconds_median"] = bmedian;

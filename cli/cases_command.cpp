@@ -12,6 +12,7 @@
 #include "conformance/engine/data_gen.hpp"
 #include "golden/golden_file.hpp"
 #include "golden/golden_writer.hpp"
+#include "kernels/lowered_problem.hpp"
 #include "kernels/registry.hpp"
 #include "plugins/host/plugin_set.hpp"
 
@@ -56,13 +57,14 @@ int fill(const Options& opt) {
                         out.o.data(),
                         p.want_lse ? static_cast<float*>(out.lse.data()) : nullptr,
                         p.want_weights ? out.weights.data() : nullptr};
-      backend.run(p, fwd, device, RunOptions{});
+      backend.run(LoweredProblem(p, fwd), device, RunOptions{});
       if (p.backward) {  // the gradients for the file's dO, logical like the file's
         GradientBuffers grads = make_gradient_outputs(p);
-        backend.run_backward(p, fwd,
-                             {g.inputs.d_out->data(), grads.dq.data(), grads.dk.data(),
-                              grads.dv.data(), grads.dbias ? grads.dbias->data() : nullptr},
-                             device, RunOptions{});
+        backend.run_backward(
+            LoweredProblem(p, fwd,
+                           {g.inputs.d_out->data(), grads.dq.data(), grads.dk.data(),
+                            grads.dv.data(), grads.dbias ? grads.dbias->data() : nullptr}),
+            device, RunOptions{});
         if (grads.dbias) {  // the mask's storage, in its order
           for (std::int64_t x = 0; x < mask_elements(p); ++x)
             gb.push_back(load_as_double(p.dtype, grads.dbias->data(), x));

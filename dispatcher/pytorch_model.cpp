@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "kernels/lowered_problem.hpp"
 #include "kernels/registry.hpp"
 
 namespace sdpa::dispatcher {
@@ -28,7 +29,7 @@ class ModelBackend : public Backend {
     c.p_type = c.accumulate;
     return c;
   }
-  void run(const Problem&, const Buffers&, const Device&, const RunOptions&) const override {
+  void run(const LoweredProblem&, const Device&, const RunOptions&) const override {
     throw std::runtime_error(name_ +
                              ": a model of PyTorch's kernel for `explain --policy pytorch`; it "
                              "does not run (judge PyTorch itself through plugins/torch)");
@@ -48,15 +49,15 @@ class ModelBackend : public Backend {
 };
 
 Capabilities cpu_caps(bool math) {
-  Capabilities c;
+  Capabilities c = Capabilities::every_forward_input();
   c.dtypes = {DType::f64, DType::f32, DType::f16, DType::bf16};
   c.device = DeviceKind::cpu;
   c.different_v_dim = math;
   c.dropout = math;
   c.packed_seqlens = math;
   c.window = c.softcap = c.padded_seqlens = false;  // not expressible through PyTorch's SDPA
-  c.lse_output = false;
-  c.weights_output = false;
+  c.lse = false;
+  c.weights = false;
   c.last_dim_contiguous = !math;
   c.deterministic = true;
   c.traits.pytorch = math ? PytorchKernel::math : PytorchKernel::flash;
@@ -67,7 +68,10 @@ Capabilities cpu_caps(bool math) {
 class TorchCpuFlash final : public ModelBackend {
  public:
   TorchCpuFlash() : ModelBackend("torch.cpu.flash", cpu_caps(false)) {}
-  Support supports(const Problem& p, const Device& device) const override {
+  // A model of another library's picker, which reads the call as PyTorch sees it: the case's
+  // own problem (its tensors' strides as PyTorch's checks name them).
+  Support supports(const LoweredProblem& lowered, const Device& device) const override {
+    const Problem& p = lowered.source();
     Support s;
     if (!check_cpu(device, s)) return s;
     if (p.packed) {
@@ -100,7 +104,7 @@ class TorchCpuFlash final : public ModelBackend {
 class TorchCpuMath final : public ModelBackend {
  public:
   TorchCpuMath() : ModelBackend("torch.cpu.math", cpu_caps(true)) {}
-  Support supports(const Problem&, const Device& device) const override {
+  Support supports(const LoweredProblem&, const Device& device) const override {
     Support s;
     check_cpu(device, s);
     return s;

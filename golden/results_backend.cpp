@@ -71,13 +71,15 @@ std::string format_contract(const PrecisionContract& c) {
 RecordedResults::RecordedResults(std::string name, const GoldenCase& results,
                                  PrecisionContract contract, std::string file)
     : name_(std::move(name)), results_(results), contract_(contract), file_(std::move(file)) {
+  caps_ = Capabilities::every_forward_input();
   caps_.dtypes = {DType::f64, DType::f32, DType::f16, DType::bf16};
-  caps_.weights_output = true;
   caps_.backward = true;       // when the file holds the case's gradients (supports())
   caps_.bias_gradient = true;  // when it holds the case's d bias
 }
 
-Support RecordedResults::supports(const Problem& p, const Device&) const {
+// An adapter of the harness: it answers for a case, so it reads the case's own problem.
+Support RecordedResults::supports(const LoweredProblem& lowered, const Device&) const {
+  const Problem& p = lowered.source();
   Support s;
   auto missing = [&](const char* dataset) {
     s.decline("no results for this case in " + file_ + ": dataset '" + dataset +
@@ -91,8 +93,9 @@ Support RecordedResults::supports(const Problem& p, const Device&) const {
   return s;
 }
 
-void RecordedResults::run(const Problem& p, const Buffers& buf, const Device&,
-                          const RunOptions&) const {
+void RecordedResults::run(const LoweredProblem& lowered, const Device&, const RunOptions&) const {
+  const Problem& p = lowered.source();
+  const Buffers buf = lowered.buffers();
   const std::int64_t B = p.batch, H = p.heads_q, L = p.len_q, Dv = p.head_dim_v;
   const auto cuq = cu_seqlens_q(p);
   for (std::int64_t b = 0; b < B; ++b)
@@ -120,8 +123,10 @@ void RecordedResults::run(const Problem& p, const Buffers& buf, const Device&,
   }
 }
 
-void RecordedResults::run_backward(const Problem& p, const Buffers&, const GradientPointers& g,
-                                   const Device&, const RunOptions&) const {
+void RecordedResults::run_backward(const LoweredProblem& lowered, const Device&,
+                                   const RunOptions&) const {
+  const Problem& p = lowered.source();
+  const GradientPointers g = lowered.gradients();
   // The gradients as recorded, each in its input's layout (padded layouts: every row, as the
   // file has them; packed: the valid rows).
   const auto cuq = cu_seqlens_q(p), cuk = cu_seqlens_kv(p);

@@ -13,6 +13,7 @@
 
 #include "golden/golden_file.hpp"
 #include "kernels/backend.hpp"
+#include "kernels/lowered_problem.hpp"
 
 namespace sdpa::golden {
 
@@ -38,12 +39,11 @@ class RecordedResults final : public Backend {
   std::string_view name() const override { return name_; }
   const Capabilities& capabilities() const override { return caps_; }
   PrecisionContract precision(DType) const override { return contract_; }
-  Support supports(const Problem& p, const Device& device) const override;
-  void run(const Problem& p, const Buffers& buffers, const Device& device,
-           const RunOptions& options) const override;
+  Support supports(const LoweredProblem& p, const Device& device) const override;
+  void run(const LoweredProblem& p, const Device& device, const RunOptions& options) const override;
   // The recorded dq, dk, dv (a backward case whose file holds them, schema version 2).
-  void run_backward(const Problem& p, const Buffers& forward, const GradientPointers& grads,
-                    const Device& device, const RunOptions& options) const override;
+  void run_backward(const LoweredProblem& p, const Device& device,
+                    const RunOptions& options) const override;
 
  private:
   std::string name_;

@@ -17,7 +17,9 @@
 #include <vector>
 
 #include "core/device.hpp"
-#include "core/problem.hpp"
+#include "core/dtype.hpp"
+#include "kernels/buffers.hpp"
+#include "kernels/lowered_problem.hpp"
 
 namespace sdpa {
 
@@ -66,16 +68,6 @@ struct PrecisionContract {
   int mma_extra_bits = 0;
 };
 
-// Where a backend's run() expects its buffers. The judge allocates and guards buffers in
-// host memory and, for another space, copies inputs (and the poisoned outputs with their
-// margins) there before run() and the outputs back after it (conformance/judge/memory_space.hpp).
-enum class MemorySpace {
-  host,         // ordinary CPU memory
-  cuda_device,  // CUDA device memory (cudaMalloc)
-  test_device,  // a separate host allocation standing in for a device (tests of the judge)
-};
-const char* memory_space_name(MemorySpace m);
-
 // Which of PyTorch's SDPA kernels (its SDPBackend) a backend is or stands for: what the
 // PyTorch policy (dispatcher/pytorch_model.cpp) picks among and what the suite policy
 // compares its choice with, and what two ordering rules read (dispatcher/rules.cpp: cuDNN
@@ -104,8 +96,11 @@ struct Traits {
                              // The suite policy never selects it; the PyTorch policy does
 };
 
-// What a backend can do, as data. A field left at its default imposes no restriction.
-// Backends check these with check_capabilities() and add rules of their own in supports().
+// What a backend can do, as data (Capabilities, below). Its boolean features are declared once,
+// in kernels/features.def: every one false by default (not declared), as in the plugin ABI and
+// the Python Contract. Backends check them with check_capabilities() and add rules of their own
+// in supports().
+//
 // Where a backend's code changes with the problem's lengths: pair coverage
 // (conformance/engine/pair_coverage.cpp) cuts the rows and keys of a problem at these points, so
 // that the pairs tier reaches every side of every cut. Declared by the backend from its own
@@ -119,66 +114,53 @@ struct TilingCuts {
   KeyChunkFn key_chunk = nullptr;          // the key chunk for S, Dqk, Dv (when a cut is 0)
 };
 
+// The kinds of a boolean feature (kernels/features.def).
+enum class FeatureKind : std::uint8_t {
+  accepts,    // the backend takes problems that use it (undeclared: declined)
+  restricts,  // the backend needs it (declared: problems that break it are declined)
+  property,   // a claim about its results, verified by the judge
+};
+// One row of the feature table.
+struct FeatureInfo {
+  const char* name;          // the field, JSON and Python name
+  std::uint32_t abi_bit;     // SDPA_CTS_CAP_* of the plugin ABI
+  FeatureKind kind;          // how check_capabilities and the judge use it
+  const char* profile_tag;   // the profiles' require tag ("" = none)
+  const char* example_case;  // a case ID using it and nothing else declinable ("" = property)
+  const char* reason;        // the decline reason, or the property's claim
+};
+// The features by name, in the table's order (Feature::x indexes feature_table()).
+enum class Feature : std::uint8_t {
+#define SDPA_CTS_FEATURE(name, abi_bit, kind, profile_tag, example_case, reason) name,
+#include "kernels/features.def"
+#undef SDPA_CTS_FEATURE
+};
+// Every row of kernels/features.def, in its order.
+const std::vector<FeatureInfo>& feature_table();
+// The row of one feature.
+const FeatureInfo& feature_info(Feature f);
+
 struct Capabilities {
   std::vector<DType> dtypes;            // element types accepted
   DeviceKind device = DeviceKind::cpu;  // where it runs
   std::int64_t max_head_dim = 0;        // 0 = no limit; applies to Dqk and Dv
   std::int64_t head_dim_multiple = 1;   // Dqk and Dv must be multiples of this
-  bool different_v_dim = true;          // Dv != Dqk supported
-  bool bool_mask = true;                // boolean mask tensor
-  bool additive_mask = true;            // additive mask tensor
-  bool causal_top_left = true;          // causal TL
-  bool causal_bottom_right = true;      // causal BR
-  bool window = true;                   // sliding windows
-  bool softcap = true;                  // logit softcapping
-  bool dropout = true;                  // dropout p > 0
-  bool gqa = true;                      // Hkv < Hq
-  bool padded_seqlens = true;           // per-batch valid lengths in a padded layout
-  bool packed_seqlens = true;           // packed varlen (cu_seqlens)
-  bool lse_output = true;               // can write LSE
-  bool weights_output = false;          // can write attention weights
-  bool last_dim_contiguous = false;     // requires stride 1 in the head dimension
-  bool empty_problems = true;           // any dimension may be 0
-  bool deterministic = false;           // same bits at any thread count and across runs
-                                        // (the backward's too, when it has one)
-  bool backward = false;                // computes dQ, dK, dV (run_backward)
-  bool bias_gradient = false;           // its backward also computes d bias (dbias)
-  bool backward_needs_lse = false;      // its backward reads the LSE its forward wrote (P
-                                        // recomputed from it, as FlashAttention does): a
-                                        // backward case must ask for the LSE (`lse`)
-  bool batch_invariant = false;         // a row's output does not depend on the rest of the batch
+  // The boolean features, one per row of kernels/features.def (what each means is there),
+  // every one false (not declared) by default.
+#define SDPA_CTS_FEATURE(name, abi_bit, kind, profile_tag, example_case, reason) bool name = false;
+#include "kernels/features.def"
+#undef SDPA_CTS_FEATURE
+
+  // A forward that accepts every input: every `accepts` feature declared except the backward's
+  // (backward, bias_gradient), no restriction, no property claimed. The starting point of a
+  // backend that then turns off what it lacks and declares what else it does.
+  static Capabilities every_forward_input();
+  // The feature named `name` (a feature_table() name), or null.
+  bool* feature(std::string_view name);
+  const bool* feature(std::string_view name) const;
   MemorySpace memory = MemorySpace::host;  // where run() expects its buffers
   Traits traits;                           // algorithm properties the dispatcher's rules use
   TilingCuts tiling;                       // where its code changes with L and S
-};
-
-// Output and input pointers for one run; each points at element 0 of its view (layouts in
-// the Problem, views in core/problem.hpp: o_view, lse_view, weights_view). LSE is
-// [B, Hq, L] contiguous f32; weights [B, Hq, L, S] contiguous in dtype. All live in
-// `memory` (the backend's Capabilities::memory).
-struct Buffers {
-  const void* q = nullptr;                 // Q
-  const void* k = nullptr;                 // K
-  const void* v = nullptr;                 // V
-  const void* mask = nullptr;              // mask tensor (uint8 bool or dtype additive) or null
-  void* o = nullptr;                       // O
-  float* lse = nullptr;                    // LSE, written when problem.want_lse
-  void* weights = nullptr;                 // attention weights, written when problem.want_weights
-  MemorySpace memory = MemorySpace::host;  // where every pointer above points
-};
-
-// The backward's buffers (docs/SEMANTICS.md, "Backward"), besides the forward's Buffers, whose
-// o and lse then hold this backend's own forward outputs for the same problem (inputs of the
-// backward, never written). Gradients are written in the layouts of their inputs, every
-// element: rows i >= L_b of dQ (padded layout) and keys j >= S_b of dK, dV are written 0.
-struct GradientPointers {
-  const void* d_out = nullptr;  // dO, in O's layout (problem.o)
-  void* dq = nullptr;           // dQ, in Q's layout (problem.q)
-  void* dk = nullptr;           // dK, in K's layout, summed over each KV head's query group
-  void* dv = nullptr;           // dV, in V's layout, summed over each KV head's query group
-  void* dbias = nullptr;        // d bias when the problem asks for it (bias_grad): the additive
-                                // mask's gradient in the mask's storage (mask_view, dtype): each
-                                // stored element the sum of dS over the mask's broadcast dimensions
 };
 
 // Per-run knobs that are neither part of the problem nor of the device.
@@ -195,18 +177,20 @@ class Backend {
   virtual const Capabilities& capabilities() const = 0;
   // Rounding behaviour for the given element type.
   virtual PrecisionContract precision(DType dtype) const = 0;
-  // Whether it can run `p` on `device`, with every reason it cannot.
-  virtual Support supports(const Problem& p, const Device& device) const = 0;
-  // Computes O (and LSE / weights when asked) on `device`, the device supports() accepted,
-  // resolved (for a CPU: device.cpu.isa is the ISA target to run). Only called after
-  // supports() said yes; throws std::runtime_error on an internal failure.
-  virtual void run(const Problem& p, const Buffers& buffers, const Device& device,
+  // Whether it can run `p` on `device`, with every reason it cannot. `p` carries no buffers
+  // (its tensor pointers are null).
+  virtual Support supports(const LoweredProblem& p, const Device& device) const = 0;
+  // Computes O (and LSE / weights when asked) into the pointers of `p` on `device`, the device
+  // supports() accepted, resolved (for a CPU: device.cpu.isa is the ISA target to run). Only
+  // called after supports() said yes; throws std::runtime_error on an internal failure.
+  virtual void run(const LoweredProblem& p, const Device& device,
                    const RunOptions& options) const = 0;
-  // Computes dQ, dK, dV for `p` (p.backward) after its own forward run() wrote `forward.o`
-  // and `forward.lse`. Only called when supports() accepted a backward problem, which needs
-  // Capabilities::backward; the default throws.
-  virtual void run_backward(const Problem& p, const Buffers& forward, const GradientPointers& grads,
-                            const Device& device, const RunOptions& options) const;
+  // Computes dQ, dK, dV into the gradient pointers of `p` (a backward call: p.params().o and
+  // .lse hold its own forward's outputs) after its own forward run(). Only called when
+  // supports() accepted a backward problem, which needs Capabilities::backward; the default
+  // throws.
+  virtual void run_backward(const LoweredProblem& p, const Device& device,
+                            const RunOptions& options) const;
   // Where run() takes its buffers on `device`: Capabilities::memory, unless the family says
   // otherwise (an emulated GPU's kernels take host memory standing in for the device).
   virtual MemorySpace run_memory_space(const Device& device) const {
@@ -218,7 +202,7 @@ class Backend {
 // The data-driven checks every backend shares: dtype, device kind, head dims, masks,
 // dropout, GQA, varlen, outputs, strides, empty problems. Appends one reason per
 // violated capability.
-void check_capabilities(const Capabilities& caps, const Problem& p, const Device& device,
+void check_capabilities(const Capabilities& caps, const LoweredProblem& p, const Device& device,
                         Support& support);
 
 }  // namespace sdpa

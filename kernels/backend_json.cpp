@@ -14,26 +14,8 @@ nlohmann::ordered_json backend_json(const Backend& b) {
   caps["device"] = c.device == DeviceKind::cuda ? "cuda" : "cpu";
   caps["max_head_dim"] = c.max_head_dim;
   caps["head_dim_multiple"] = c.head_dim_multiple;
-  caps["different_v_dim"] = c.different_v_dim;
-  caps["bool_mask"] = c.bool_mask;
-  caps["additive_mask"] = c.additive_mask;
-  caps["causal_top_left"] = c.causal_top_left;
-  caps["causal_bottom_right"] = c.causal_bottom_right;
-  caps["window"] = c.window;
-  caps["softcap"] = c.softcap;
-  caps["dropout"] = c.dropout;
-  caps["gqa"] = c.gqa;
-  caps["padded_seqlens"] = c.padded_seqlens;
-  caps["packed_seqlens"] = c.packed_seqlens;
-  caps["lse_output"] = c.lse_output;
-  caps["weights_output"] = c.weights_output;
-  caps["last_dim_contiguous"] = c.last_dim_contiguous;
-  caps["empty_problems"] = c.empty_problems;
-  caps["deterministic"] = c.deterministic;
-  caps["batch_invariant"] = c.batch_invariant;
-  caps["backward"] = c.backward;
-  caps["backward_needs_lse"] = c.backward_needs_lse;
-  caps["bias_gradient"] = c.bias_gradient;
+  // The boolean features, by the feature table's names (kernels/features.def).
+  for (const FeatureInfo& f : feature_table()) caps[f.name] = *c.feature(f.name);
   caps["memory"] = memory_space_name(c.memory);
   json traits;
   traits["split_kv"] = c.traits.split_kv;

@@ -3,6 +3,8 @@
 #include <string>
 
 #include "kernels/backend.hpp"
+#include "kernels/lowered_problem.hpp"
+#include "sdpa_cts/plugin.h"
 
 namespace sdpa {
 
@@ -34,28 +36,65 @@ const char* pytorch_kernel_name(PytorchKernel k) {
   return "";
 }
 
-void Backend::run_backward(const Problem&, const Buffers&, const GradientPointers&, const Device&,
-                           const RunOptions&) const {
+const std::vector<FeatureInfo>& feature_table() {
+  static const std::vector<FeatureInfo> table = {
+#define SDPA_CTS_FEATURE(name, abi_bit, kind, profile_tag, example_case, reason) \
+  {#name, abi_bit, FeatureKind::kind, profile_tag, example_case, reason},
+#include "kernels/features.def"
+#undef SDPA_CTS_FEATURE
+  };
+  return table;
+}
+
+const FeatureInfo& feature_info(Feature f) { return feature_table()[static_cast<std::size_t>(f)]; }
+
+Capabilities Capabilities::every_forward_input() {
+  Capabilities c;
+#define SDPA_CTS_FEATURE(name, abi_bit, kind, profile_tag, example_case, reason) \
+  c.name = FeatureKind::kind == FeatureKind::accepts;
+#include "kernels/features.def"
+#undef SDPA_CTS_FEATURE
+  c.backward = c.bias_gradient = false;  // the backward is declared by a backend that has one
+  return c;
+}
+
+bool* Capabilities::feature(std::string_view feature_name) {
+#define SDPA_CTS_FEATURE(name, abi_bit, kind, profile_tag, example_case, reason) \
+  if (feature_name == #name) return &name;
+#include "kernels/features.def"
+#undef SDPA_CTS_FEATURE
+  return nullptr;
+}
+
+const bool* Capabilities::feature(std::string_view feature_name) const {
+  return const_cast<Capabilities*>(this)->feature(feature_name);
+}
+
+void Backend::run_backward(const LoweredProblem&, const Device&, const RunOptions&) const {
   throw std::logic_error(std::string(name()) + " has no backward pass");
 }
 
-void check_capabilities(const Capabilities& caps, const Problem& p, const Device& device,
-                        Support& s) {
-  if (p.backward && !caps.backward) s.decline("has no backward pass (bwd)");
-  if (p.bias_grad && !caps.bias_gradient)
-    s.decline("does not compute the additive mask's gradient (dbias)");
+// Policy: one reason per violated feature, the feature table's text (kernels/features.def) with
+// the values at fault; the table's test (tests/kernels/feature_table_test.cpp) runs each row's
+// example case through this function.
+void check_capabilities(const Capabilities& caps, const LoweredProblem& lowered,
+                        const Device& device, Support& s) {
+  const sdpa_cts_params& p = lowered.params();
+  const DType dtype = lowered.dtype();
+  auto reason = [](Feature f) { return std::string(feature_info(f).reason); };
+  if (p.backward && !caps.backward) s.decline(reason(Feature::backward));
+  if (p.bias_grad && !caps.bias_gradient) s.decline(reason(Feature::bias_gradient));
   if (p.backward && caps.backward && caps.backward_needs_lse && !p.want_lse)
-    s.decline(
-        "its backward recomputes P from the forward's LSE: a backward case must ask for it (lse)");
+    s.decline(reason(Feature::backward_needs_lse));
   if (device.kind != caps.device) {
     s.decline(std::string("runs on ") + (caps.device == DeviceKind::cpu ? "CPU" : "CUDA") +
               " devices, not on " + device.name);
   }
-  if (std::find(caps.dtypes.begin(), caps.dtypes.end(), p.dtype) == caps.dtypes.end()) {
+  if (std::find(caps.dtypes.begin(), caps.dtypes.end(), dtype) == caps.dtypes.end()) {
     std::string list;
     for (DType t : caps.dtypes) list += (list.empty() ? "" : ", ") + std::string(dtype_name(t));
-    s.decline("dtype " + std::string(dtype_name(p.dtype)) +
-              " is not supported (supported: " + list + ")");
+    s.decline("dtype " + std::string(dtype_name(dtype)) + " is not supported (supported: " + list +
+              ")");
   }
   for (auto [name, dim] : {std::pair{"dqk", p.head_dim_qk}, std::pair{"dv", p.head_dim_v}}) {
     if (caps.max_head_dim > 0 && dim > caps.max_head_dim) {
@@ -68,46 +107,39 @@ void check_capabilities(const Capabilities& caps, const Problem& p, const Device
     }
   }
   if (!caps.different_v_dim && p.head_dim_qk != p.head_dim_v) {
-    s.decline("dv=" + std::to_string(p.head_dim_v) +
-              " differs from dqk=" + std::to_string(p.head_dim_qk));
+    s.decline("dv=" + std::to_string(p.head_dim_v) + " " + reason(Feature::different_v_dim) + "=" +
+              std::to_string(p.head_dim_qk));
   }
-  if (!caps.bool_mask && p.mask == MaskKind::boolean)
-    s.decline("boolean mask tensors are not supported");
-  if (!caps.additive_mask && p.mask == MaskKind::additive)
-    s.decline("additive mask tensors are not supported");
-  if (!caps.causal_top_left && p.causal == Causal::top_left)
-    s.decline("top-left causal masks are not supported");
-  if (!caps.causal_bottom_right && p.causal == Causal::bottom_right) {
-    s.decline("bottom-right causal masks are not supported");
-  }
-  if (!caps.window && p.window.enabled) s.decline("sliding windows are not supported");
-  if (!caps.softcap && p.softcap > 0) s.decline("softcap is not supported");
-  if (!caps.dropout && p.dropout_p > 0) s.decline("dropout is not supported");
+  if (!caps.bool_mask && p.mask_kind == SDPA_CTS_MASK_BOOL) s.decline(reason(Feature::bool_mask));
+  if (!caps.additive_mask && p.mask_kind == SDPA_CTS_MASK_ADDITIVE)
+    s.decline(reason(Feature::additive_mask));
+  if (!caps.causal_top_left && p.causal == SDPA_CTS_CAUSAL_TOP_LEFT)
+    s.decline(reason(Feature::causal_top_left));
+  if (!caps.causal_bottom_right && p.causal == SDPA_CTS_CAUSAL_BOTTOM_RIGHT)
+    s.decline(reason(Feature::causal_bottom_right));
+  if (!caps.window && p.window) s.decline(reason(Feature::window));
+  if (!caps.softcap && p.softcap > 0) s.decline(reason(Feature::softcap));
+  if (!caps.dropout && p.dropout_p > 0) s.decline(reason(Feature::dropout));
   if (!caps.gqa && p.heads_kv != p.heads_q) {
-    s.decline("grouped-query attention (hq=" + std::to_string(p.heads_q) +
-              ", hkv=" + std::to_string(p.heads_kv) + ") is not supported");
+    s.decline(reason(Feature::gqa) + " (hq=" + std::to_string(p.heads_q) +
+              ", hkv=" + std::to_string(p.heads_kv) + ")");
   }
-  if (!caps.padded_seqlens && !p.packed && (!p.seqlens_q.empty() || !p.seqlens_kv.empty())) {
-    s.decline("per-batch sequence lengths are not supported");
-  }
-  if (!caps.packed_seqlens && p.packed) s.decline("packed variable-length rows are not supported");
-  if (!caps.lse_output && p.want_lse) s.decline("the LSE output is not supported");
-  if (!caps.weights_output && p.want_weights)
-    s.decline("the attention-weights output is not supported");
+  if (!caps.padded_seqlens && !p.packed && p.varlen) s.decline(reason(Feature::padded_seqlens));
+  if (!caps.packed_seqlens && p.packed) s.decline(reason(Feature::packed_seqlens));
+  if (!caps.lse && p.want_lse) s.decline(reason(Feature::lse));
+  if (!caps.weights && p.want_weights) s.decline(reason(Feature::weights));
   if (caps.last_dim_contiguous) {
-    for (auto [name, t] :
-         {std::pair{"q", &p.q}, std::pair{"k", &p.k}, std::pair{"v", &p.v}, std::pair{"o", &p.o}}) {
-      if (t->stride[3] != 1) {
-        s.decline(std::string(name) + " has head-dim stride " + std::to_string(t->stride[3]) +
-                  ", not 1");
+    for (auto [name, stride] : {std::pair{"q", p.q_stride}, std::pair{"k", p.k_stride},
+                                std::pair{"v", p.v_stride}, std::pair{"o", p.o_stride}}) {
+      if (stride[3] != 1) {
+        s.decline(std::string(name) + " " + reason(Feature::last_dim_contiguous) + " " +
+                  std::to_string(stride[3]) + ", not 1");
       }
     }
   }
-  if (!caps.empty_problems) {
-    if (p.batch == 0 || p.heads_q == 0 || p.len_q == 0 || p.len_kv == 0 || p.head_dim_qk == 0 ||
-        p.head_dim_v == 0) {
-      s.decline("empty problems (a dimension of 0) are not supported");
-    }
+  if (!caps.empty_problems && (p.batch == 0 || p.heads_q == 0 || p.len_q == 0 || p.len_kv == 0 ||
+                               p.head_dim_qk == 0 || p.head_dim_v == 0)) {
+    s.decline(reason(Feature::empty_problems));
   }
 }
 

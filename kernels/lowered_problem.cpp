@@ -51,7 +51,8 @@ KeyStructure key_structure(const Problem& p) {
           p.window.left, p.window.right};
 }
 
-LoweredProblem::LoweredProblem(const Problem& p, const Buffers& buf) {
+LoweredProblem::LoweredProblem(const Problem& p, const Buffers& buf)
+    : source_(p), memory_(buf.memory) {
   sdpa_cts_params& c = params_;
   c.struct_size = sizeof c;
   c.dtype = dtype_code(p.dtype);
@@ -73,12 +74,18 @@ LoweredProblem::LoweredProblem(const Problem& p, const Buffers& buf) {
   copy_strides(p.v, c.v_stride);
   copy_strides(p.o, c.o_stride);
 
+  // Lengths per batch element and their prefix sums. A length list of the wrong size (an
+  // invalid problem, which validate() reports before any kernel runs; supports() may still
+  // be asked) reads as the full length where it has no entry, never past its end.
+  cu_seqlens_q_.push_back(0);
+  cu_seqlens_kv_.push_back(0);
   for (std::int64_t b = 0; b < p.batch; ++b) {
-    seqlens_q_.push_back(seqlen_q(p, b));
-    seqlens_kv_.push_back(seqlen_kv(p, b));
+    const auto at = static_cast<std::size_t>(b);
+    seqlens_q_.push_back(at < p.seqlens_q.size() ? p.seqlens_q[at] : p.len_q);
+    seqlens_kv_.push_back(at < p.seqlens_kv.size() ? p.seqlens_kv[at] : p.len_kv);
+    cu_seqlens_q_.push_back(cu_seqlens_q_.back() + seqlens_q_.back());
+    cu_seqlens_kv_.push_back(cu_seqlens_kv_.back() + seqlens_kv_.back());
   }
-  cu_seqlens_q_ = cu_seqlens_q(p);
-  cu_seqlens_kv_ = cu_seqlens_kv(p);
   c.seqlens_q = seqlens_q_.data();
   c.seqlens_kv = seqlens_kv_.data();
   c.cu_seqlens_q = cu_seqlens_q_.data();
@@ -115,6 +122,24 @@ LoweredProblem::LoweredProblem(const Problem& p, const Buffers& buf) {
   c.weights = p.want_weights ? buf.weights : nullptr;
 
   c.q_scale = c.k_scale = c.v_scale = c.o_scale = 1.0f;
+  c.backward = p.backward;
+  c.bias_grad = p.bias_grad;
+  mask_elements_ = p.mask != MaskKind::none ? sdpa::mask_elements(p) : 0;
+  views_[0] = sdpa::q_view(p);
+  views_[1] = sdpa::k_view(p);
+  views_[2] = sdpa::v_view(p);
+  views_[3] = sdpa::o_view(p);
+  base_offsets_ = {p.q.base_offset, p.k.base_offset, p.v.base_offset, p.o.base_offset};
+}
+
+Buffers LoweredProblem::buffers() const {
+  const sdpa_cts_params& c = params_;
+  return {c.q, c.k, c.v, c.mask, c.o, c.lse, c.weights, memory_};
+}
+
+GradientPointers LoweredProblem::gradients() const {
+  const sdpa_cts_params& c = params_;
+  return {c.d_o, c.d_q, c.d_k, c.d_v, c.d_bias};
 }
 
 LoweredProblem::LoweredProblem(const Problem& p, const Buffers& forward,

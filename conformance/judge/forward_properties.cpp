@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "conformance/judge/memory_space.hpp"
+#include "kernels/lowered_problem.hpp"
 
 namespace sdpa::conformance {
 namespace {
@@ -20,7 +21,7 @@ std::optional<std::string> run_into(const Backend& backend, const Problem& p, In
                                     const RunOptions& options) {
   try {
     PlacedBuffers placed(backend.run_memory_space(device), p, in, out);
-    backend.run(p, placed.get(), device, options);
+    backend.run(LoweredProblem(p, placed.get()), device, options);
     placed.copy_back();
   } catch (const std::bad_alloc&) {
     throw;

@@ -7,6 +7,7 @@
 
 #include "conformance/judge/forward_properties.hpp"
 #include "conformance/judge/gradient_tolerance.hpp"
+#include "kernels/lowered_problem.hpp"
 #include "reference/sdpa_backward.hpp"
 
 namespace sdpa::conformance {
@@ -54,10 +55,11 @@ GradientOutcome judge_gradients(const Backend& backend, const Problem& p, InputB
   try {
     for (auto [g, o] :
          {std::pair{&grads, &options}, std::pair{&again, static_cast<const RunOptions*>(&other)}}) {
-      backend.run_backward(p, forward,
-                           GradientPointers{in.d_out->data(), g->dq.data(), g->dk.data(),
-                                            g->dv.data(), g->dbias ? g->dbias->data() : nullptr},
-                           device, *o);
+      backend.run_backward(
+          LoweredProblem(p, forward,
+                         GradientPointers{in.d_out->data(), g->dq.data(), g->dk.data(),
+                                          g->dv.data(), g->dbias ? g->dbias->data() : nullptr}),
+          device, *o);
     }
   } catch (const std::exception& e) {
     return failed(std::string("the backward threw after supports() accepted: ") + e.what());

@@ -14,6 +14,7 @@
 #include "conformance/judge/magnitudes.hpp"
 #include "conformance/judge/memory_space.hpp"
 #include "conformance/judge/naive_baseline.hpp"
+#include "kernels/lowered_problem.hpp"
 #include "reference/sdpa_reference.hpp"
 
 namespace sdpa::conformance {
@@ -135,7 +136,7 @@ ForwardRun run_forward(const Backend& backend, const Problem& p, InputBuffers& i
     return r;
   }
   try {
-    backend.run(p, r.placed->get(), device, options);
+    backend.run(LoweredProblem(p, r.placed->get()), device, options);
     r.placed->copy_back();
   } catch (const std::exception& e) {
     r.verdict = verdict(Status::fail,

@@ -99,11 +99,11 @@ typedef struct sdpa_cts_params {
   int64_t window_right; /* keys allowed after the diagonal, < 0 = unbounded */
 
   /* The mask tensor (NULL without one). */
-  const void* mask;          /* element 0 of the [B, Hq, L, S] mask view */
-  int64_t mask_stride[4];    /* its strides: 0 along broadcast dimensions, contiguous over the
-                                others in [B, Hq, L, S] order, a size-0 dimension counted as 1 */
-  uint32_t mask_broadcast;   /* SDPA_CTS_BROADCAST_* bits of the broadcast dimensions */
-  int32_t scale_is_default;  /* 1 when scale is the default 1 / sqrt(Dqk) */
+  const void* mask;         /* element 0 of the [B, Hq, L, S] mask view */
+  int64_t mask_stride[4];   /* its strides: 0 along broadcast dimensions, contiguous over the
+                               others in [B, Hq, L, S] order, a size-0 dimension counted as 1 */
+  uint32_t mask_broadcast;  /* SDPA_CTS_BROADCAST_* bits of the broadcast dimensions */
+  int32_t scale_is_default; /* 1 when scale is the default 1 / sqrt(Dqk) */
 
   /* Logits: s = scale * q.k, then c * tanh(s / c) when softcap c > 0, then the masks. */
   double scale;   /* the logit scale */
@@ -140,9 +140,9 @@ typedef struct sdpa_cts_params {
 
   /* (reserved) Paged KV cache: K and V rows live in pages of page_size rows; the block
    * table maps (b, logical page) to a physical page. NULL = contiguous K and V. */
-  const int32_t* block_table;  /* [B, max_pages] */
-  int64_t block_table_stride;  /* between batch elements of the block table */
-  int64_t page_size;           /* rows per page */
+  const int32_t* block_table; /* [B, max_pages] */
+  int64_t block_table_stride; /* between batch elements of the block table */
+  int64_t page_size;          /* rows per page */
 
   /* (reserved) Per-tensor scales of quantised inputs (fp8): the real value is the stored
    * one times its scale. 1 = no scaling. */
@@ -161,6 +161,13 @@ typedef struct sdpa_cts_params {
    * type, the strides mask_stride (0 along the broadcast dimensions), so each stored element
    * is the sum of dS over the broadcast dimensions (docs/SEMANTICS.md, "Backward"). */
   void* d_bias;
+
+  /* (2.3, appended) What the case asks of the whole call, set in supports() and run() alike,
+   * so that a backend declines a backward it cannot compute before its forward runs. Read
+   * them only when struct_size covers them (a 2.2 host does not pass them). */
+  int32_t backward;  /* 1: the case also asks for dQ, dK, dV (case flag `bwd`); run() is
+                        still the forward, run_backward() follows it */
+  int32_t bias_grad; /* 1: the backward also asks for d bias (case flag `dbias`) */
 } sdpa_cts_params;
 
 #ifdef __cplusplus

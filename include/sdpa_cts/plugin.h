@@ -56,6 +56,9 @@
  * Version 2.2 appends mma_block and mma_extra_bits to sdpa_cts_precision: tensor-core
  * accumulation (docs/CONFORMANCE.md). A plugin of 2.0 or 2.1 leaves them 0 (sums rounded to
  * nearest), as before.
+ * Version 2.3 appends backward and bias_grad to sdpa_cts_params: supports() sees whether the
+ * case asks for the backward (and d bias), as run() does. Plugins of 2.0 to 2.2 read the prefix
+ * they know and load unchanged.
  *
  * Conventions. Strides and offsets are in elements; layouts follow docs/SEMANTICS.md
  * ([B, H, rows, D] index order). Integers are int64_t, flags int32_t (0 = false). Strings
@@ -76,7 +79,7 @@ extern "C" {
 #endif
 
 #define SDPA_CTS_PLUGIN_ABI_MAJOR 2
-#define SDPA_CTS_PLUGIN_ABI_MINOR 2
+#define SDPA_CTS_PLUGIN_ABI_MINOR 3
 
 /* Device kinds and memory spaces. */
 enum { SDPA_CTS_DEVICE_CPU = 0, SDPA_CTS_DEVICE_CUDA = 1 };

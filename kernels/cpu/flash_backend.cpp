@@ -45,11 +45,11 @@ using flash::Params;
 i64 round_up(i64 a, i64 m) { return (a + m - 1) / m * m; }
 
 Capabilities make_capabilities() {
-  Capabilities c;
+  Capabilities c = Capabilities::every_forward_input();
   c.dtypes = {DType::f32, DType::f16, DType::bf16};
   c.device = DeviceKind::cpu;
   c.max_head_dim = kMaxHeadDim;
-  c.weights_output = false;
+  c.weights = false;
   c.deterministic = true;
   c.batch_invariant = true;
   c.backward = true;            // flash_backward.cpp
@@ -125,28 +125,27 @@ class FlashBackend final : public Backend {
     return c;
   }
 
-  Support supports(const Problem& p, const Device& device) const override {
+  Support supports(const LoweredProblem& p, const Device& device) const override {
     Support s;
     check_capabilities(capabilities(), p, device, s);
     return s;
   }
 
-  void run(const Problem& p, const Buffers& buf, const Device& device,
-           const RunOptions& options) const override;
-  void run_backward(const Problem& p, const Buffers& forward, const GradientPointers& grads,
-                    const Device& device, const RunOptions& options) const override {
-    flash_backward(p, forward, grads, device, options);
+  void run(const LoweredProblem& p, const Device& device, const RunOptions& options) const override;
+  void run_backward(const LoweredProblem& p, const Device& device,
+                    const RunOptions& options) const override {
+    flash_backward(p, device, options);
   }
 };
 
-void FlashBackend::run(const Problem& p, const Buffers& buf, const Device& device,
+void FlashBackend::run(const LoweredProblem& lowered, const Device& device,
                        const RunOptions& options) const {
   const IsaTarget target = isa_to_run(device);
   const flash::ItemFn fn =
       SDPA_CTS_ISA_DISPATCH(flash_impl, flash::RunItemFn, flash::run_item, target);
 
+  const sdpa_cts_params& p = lowered.params();
   const i64 B = p.batch, Hq = p.heads_q, L = p.len_q;
-  const LoweredProblem lowered(p, buf);
   Params P;
   static_cast<sdpa_cts_params&>(P) = lowered.params();
   P.softcap_f32 = static_cast<float>(p.softcap);
@@ -157,12 +156,13 @@ void FlashBackend::run(const Problem& p, const Buffers& buf, const Device& devic
   // CPU; otherwise it is widened to f32 for the zmm FMA kernel. Fixed per machine, so the
   // bits stay the same from run to run.
   static const bool fast_bf16_dot = __builtin_cpu_is("amd");
-  P.bf16_dot = target == IsaTarget::avx512bf16 && p.dtype == DType::bf16 &&
-               (device.cpu.isa_chosen || fast_bf16_dot) && !holds_bf16_subnormal(buf.v, v_view(p));
+  P.bf16_dot = target == IsaTarget::avx512bf16 && lowered.dtype() == DType::bf16 &&
+               (device.cpu.isa_chosen || fast_bf16_dot) &&
+               !holds_bf16_subnormal(p.v, lowered.v_view());
   P.scratch = scratch_layout(P.head_dim_qk, P.head_dim_v, P.dropout_p > 0, P.bf16_dot);
 
   // Query rows beyond L_b (padding): O = 0 (unpacked layout only) and LSE = -inf.
-  const std::size_t es = dtype_size(p.dtype);
+  const std::size_t es = dtype_size(lowered.dtype());
   for (i64 b = 0; b < B; ++b) {
     for (i64 h = 0; h < Hq; ++h) {
       for (i64 i = lens_q[b]; i < L; ++i) {
@@ -171,7 +171,7 @@ void FlashBackend::run(const Problem& p, const Buffers& buf, const Device& devic
         for (i64 d = 0; d < P.head_dim_v; ++d) {
           const i64 off =
               b * P.o_stride[0] + h * P.o_stride[1] + i * P.o_stride[2] + d * P.o_stride[3];
-          std::memset(static_cast<unsigned char*>(buf.o) + off * static_cast<i64>(es), 0, es);
+          std::memset(static_cast<unsigned char*>(p.o) + off * static_cast<i64>(es), 0, es);
         }
       }
     }

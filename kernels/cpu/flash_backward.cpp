@@ -85,15 +85,13 @@ double as_operand(DType t, double x) {
 }
 
 struct Context {
-  const Problem& p;
+  const sdpa_cts_params& p;
   const Geometry& g;
-  const Buffers& fwd;
-  const GradientPointers& grads;
   float scale;
   float keep_scale;
   std::vector<double> d;  // D_i per logical row (b, h, i)
   i64 row(i64 b, i64 h, i64 i) const { return (b * p.heads_q + h) * p.len_q + i; }
-  float lse(i64 b, i64 h, i64 i) const { return fwd.lse[row(b, h, i)]; }
+  float lse(i64 b, i64 h, i64 i) const { return p.lse[row(b, h, i)]; }
 };
 
 // The two terms of pair (i, j) of query head h: dS t' and the dV weight P z, each as the
@@ -101,28 +99,28 @@ struct Context {
 // `k`, `v` key j's.
 bool pair_terms(const Context& c, i64 b, i64 h, i64 i, i64 j, const float* q, const float* d_o,
                 const float* k, const float* v, double* ds, double* w) {
-  const Problem& p = c.p;
+  const sdpa_cts_params& p = c.p;
   float x = c.scale * dot(q, k, p.head_dim_qk), tp = 1;
   if (p.softcap > 0) {
     const float cap = static_cast<float>(p.softcap), t = std::tanh(x / cap);
     x = cap * t;
     tp = 1 - t * t;
   }
-  if (p.mask == MaskKind::boolean) {
-    if (static_cast<const std::uint8_t*>(c.fwd.mask)[c.g.mask_row(b, h, i) + j * c.g.mstride[3]] ==
-        0)
+  if (p.mask_kind == SDPA_CTS_MASK_BOOL) {
+    if (static_cast<const std::uint8_t*>(
+            p.mask)[c.g.mask_row(b, h, i) + j * c.g.mask_col_stride()] == 0)
       return false;
-  } else if (p.mask == MaskKind::additive) {
+  } else if (p.mask_kind == SDPA_CTS_MASK_ADDITIVE) {
     const float bias = static_cast<float>(
-        load_as_double(p.dtype, c.fwd.mask, c.g.mask_row(b, h, i) + j * c.g.mstride[3]));
+        load_as_double(c.g.dtype, p.mask, c.g.mask_row(b, h, i) + j * c.g.mask_col_stride()));
     if (bias == -std::numeric_limits<float>::infinity()) return false;
     x += bias;
   }
   if (x == -std::numeric_limits<float>::infinity()) return false;
   const float prob = std::exp(x - c.lse(b, h, i));
   float z = 1;
-  if (c.g.drop_threshold != 0) {
-    z = dropout_keep(p.dropout_seed, p.dropout_offset, c.g.drop_threshold, b, h, i, j, p.heads_q,
+  if (c.p.dropout_threshold != 0) {
+    z = dropout_keep(p.dropout_seed, p.dropout_offset, c.p.dropout_threshold, b, h, i, j, p.heads_q,
                      p.len_q, p.len_kv)
             ? c.keep_scale
             : 0.0f;
@@ -130,15 +128,15 @@ bool pair_terms(const Context& c, i64 b, i64 h, i64 i, i64 j, const float* q, co
   float dp = z * dot(d_o, v, p.head_dim_v);
   double dpd = dp;
   if (!std::isfinite(dp)) dpd = double(z) * dot64(d_o, v, p.head_dim_v);  // overflow guard
-  *ds = as_operand(p.dtype, double(prob) * (dpd - c.d[c.row(b, h, i)]) * double(tp));
+  *ds = as_operand(c.g.dtype, double(prob) * (dpd - c.d[c.row(b, h, i)]) * double(tp));
   // A dropped key has no term in dV, also in a NaN row (as in the forward's O).
-  *w = z == 0 ? 0.0 : as_operand(p.dtype, double(prob) * double(z));
+  *w = z == 0 ? 0.0 : as_operand(c.g.dtype, double(prob) * double(z));
   return true;
 }
 
 // Guarded path: dK and dV of keys [j0, j1) of key/value head hk of batch element b.
 void key_block(const Context& c, i64 b, i64 hk, i64 j0, i64 j1) {
-  const Problem& p = c.p;
+  const sdpa_cts_params& p = c.p;
   const Geometry& g = c.g;
   const i64 dq = p.head_dim_qk, dv = p.head_dim_v, lb = g.lq(b), sb = g.skv(b), n = j1 - j0;
   std::vector<float> k(static_cast<std::size_t>(std::max<i64>(n * dq, 1))),
@@ -147,16 +145,16 @@ void key_block(const Context& c, i64 b, i64 hk, i64 j0, i64 j1) {
   std::vector<double> acc_k(static_cast<std::size_t>(std::max<i64>(n * dq, 1)), 0.0),
       acc_v(static_cast<std::size_t>(std::max<i64>(n * dv, 1)), 0.0);
   for (i64 j = j0; j < j1; ++j) {
-    load(p.dtype, c.fwd.k, g.kv_row(p.k, b, hk, j), p.k.stride[3], dq, k.data() + (j - j0) * dq);
-    load(p.dtype, c.fwd.v, g.kv_row(p.v, b, hk, j), p.v.stride[3], dv, v.data() + (j - j0) * dv);
+    load(g.dtype, p.k, g.kv_row(p.k_stride, b, hk, j), p.k_stride[3], dq, k.data() + (j - j0) * dq);
+    load(g.dtype, p.v, g.kv_row(p.v_stride, b, hk, j), p.v_stride[3], dv, v.data() + (j - j0) * dv);
   }
   for (i64 h = hk * g.group; h < (hk + 1) * g.group; ++h)
     for (i64 i = 0; i < lb; ++i) {
       const KeyRange r = key_range(p, i, lb, sb);
       const i64 a = std::max(r.lo, j0), e = std::min(r.hi, j1);
       if (e <= a || c.lse(b, h, i) == -std::numeric_limits<float>::infinity()) continue;
-      load(p.dtype, c.fwd.q, g.q_row(p.q, b, h, i), p.q.stride[3], dq, q.data());
-      load(p.dtype, c.grads.d_out, g.q_row(p.o, b, h, i), p.o.stride[3], dv, d_o.data());
+      load(g.dtype, p.q, g.q_row(p.q_stride, b, h, i), p.q_stride[3], dq, q.data());
+      load(g.dtype, p.d_o, g.q_row(p.o_stride, b, h, i), p.o_stride[3], dv, d_o.data());
       for (i64 j = a; j < e; ++j) {
         double ds, w;
         const float* kj = k.data() + (j - j0) * dq;
@@ -169,16 +167,16 @@ void key_block(const Context& c, i64 b, i64 hk, i64 j0, i64 j1) {
       }
     }
   for (i64 j = j0; j < j1; ++j) {
-    store(p.dtype, c.grads.dk, g.kv_row(p.k, b, hk, j), p.k.stride[3], dq,
-          acc_k.data() + (j - j0) * dq, effective_scale(p));
-    store(p.dtype, c.grads.dv, g.kv_row(p.v, b, hk, j), p.v.stride[3], dv,
+    store(g.dtype, p.d_k, g.kv_row(p.k_stride, b, hk, j), p.k_stride[3], dq,
+          acc_k.data() + (j - j0) * dq, p.scale);
+    store(g.dtype, p.d_v, g.kv_row(p.v_stride, b, hk, j), p.v_stride[3], dv,
           acc_v.data() + (j - j0) * dv, 1.0);
   }
 }
 
 // Guarded path: dQ of rows [i0, i1) of query head h of batch element b.
 void row_block(const Context& c, i64 b, i64 h, i64 i0, i64 i1) {
-  const Problem& p = c.p;
+  const sdpa_cts_params& p = c.p;
   const Geometry& g = c.g;
   const i64 dq = p.head_dim_qk, dv = p.head_dim_v, lb = g.lq(b), sb = g.skv(b);
   const i64 hk = h / g.group;
@@ -189,32 +187,31 @@ void row_block(const Context& c, i64 b, i64 h, i64 i0, i64 i1) {
     std::fill(acc.begin(), acc.end(), 0.0);
     const KeyRange r = key_range(p, i, lb, sb);
     if (!r.empty() && c.lse(b, h, i) != -std::numeric_limits<float>::infinity()) {
-      load(p.dtype, c.fwd.q, g.q_row(p.q, b, h, i), p.q.stride[3], dq, q.data());
-      load(p.dtype, c.grads.d_out, g.q_row(p.o, b, h, i), p.o.stride[3], dv, d_o.data());
+      load(g.dtype, p.q, g.q_row(p.q_stride, b, h, i), p.q_stride[3], dq, q.data());
+      load(g.dtype, p.d_o, g.q_row(p.o_stride, b, h, i), p.o_stride[3], dv, d_o.data());
       for (i64 j = r.lo; j < r.hi; ++j) {
-        load(p.dtype, c.fwd.k, g.kv_row(p.k, b, hk, j), p.k.stride[3], dq, k.data());
-        load(p.dtype, c.fwd.v, g.kv_row(p.v, b, hk, j), p.v.stride[3], dv, v.data());
+        load(g.dtype, p.k, g.kv_row(p.k_stride, b, hk, j), p.k_stride[3], dq, k.data());
+        load(g.dtype, p.v, g.kv_row(p.v_stride, b, hk, j), p.v_stride[3], dv, v.data());
         double ds, w;
         if (!pair_terms(c, b, h, i, j, q.data(), d_o.data(), k.data(), v.data(), &ds, &w)) continue;
         for (i64 x = 0; x < dq; ++x) acc[x] += ds * double(k[x]);
       }
     }
-    store(p.dtype, c.grads.dq, g.q_row(p.q, b, h, i), p.q.stride[3], dq, acc.data(),
-          effective_scale(p));
+    store(g.dtype, p.d_q, g.q_row(p.q_stride, b, h, i), p.q_stride[3], dq, acc.data(), p.scale);
   }
 }
 
 // The guarded path for the task (b, kv head hk): D of its rows, then every key block's dK and
 // dV and every row block's dQ of its query heads.
 void guarded_task(Context& c, i64 b, i64 hk) {
-  const Problem& p = c.p;
+  const sdpa_cts_params& p = c.p;
   const Geometry& g = c.g;
   const i64 dv = p.head_dim_v;
   std::vector<float> d_o(std::max<i64>(dv, 1)), o(std::max<i64>(dv, 1));
   for (i64 h = hk * g.group; h < (hk + 1) * g.group; ++h)
     for (i64 i = 0; i < g.lq(b); ++i) {
-      load(p.dtype, c.grads.d_out, g.q_row(p.o, b, h, i), p.o.stride[3], dv, d_o.data());
-      load(p.dtype, c.fwd.o, g.q_row(p.o, b, h, i), p.o.stride[3], dv, o.data());
+      load(g.dtype, p.d_o, g.q_row(p.o_stride, b, h, i), p.o_stride[3], dv, d_o.data());
+      load(g.dtype, p.o, g.q_row(p.o_stride, b, h, i), p.o_stride[3], dv, o.data());
       c.d[static_cast<std::size_t>(c.row(b, h, i))] = dot64(d_o.data(), o.data(), dv);
     }
   for (i64 j0 = 0; j0 < g.skv(b); j0 += kBackwardKeyBlock)
@@ -226,16 +223,16 @@ void guarded_task(Context& c, i64 b, i64 hk) {
 
 // Padding of the task (b, hk) in the padded layout: keys beyond S_b and rows beyond L_b are 0.
 void zero_padding(const Context& c, i64 b, i64 hk) {
-  const Problem& p = c.p;
+  const sdpa_cts_params& p = c.p;
   const Geometry& g = c.g;
   if (p.packed) return;
   for (i64 j = g.skv(b); j < p.len_kv; ++j) {
-    zero(p.dtype, c.grads.dk, g.kv_row(p.k, b, hk, j), p.k.stride[3], p.head_dim_qk);
-    zero(p.dtype, c.grads.dv, g.kv_row(p.v, b, hk, j), p.v.stride[3], p.head_dim_v);
+    zero(g.dtype, p.d_k, g.kv_row(p.k_stride, b, hk, j), p.k_stride[3], p.head_dim_qk);
+    zero(g.dtype, p.d_v, g.kv_row(p.v_stride, b, hk, j), p.v_stride[3], p.head_dim_v);
   }
   for (i64 h = hk * g.group; h < (hk + 1) * g.group; ++h)
     for (i64 i = g.lq(b); i < p.len_q; ++i)
-      zero(p.dtype, c.grads.dq, g.q_row(p.q, b, h, i), p.q.stride[3], p.head_dim_qk);
+      zero(g.dtype, p.d_q, g.q_row(p.q_stride, b, h, i), p.q_stride[3], p.head_dim_qk);
 }
 
 std::size_t align64(std::size_t x) { return (x + 63) / 64 * 64; }
@@ -299,20 +296,18 @@ struct FreeDeleter {
 
 }  // namespace
 
-void flash_backward(const Problem& p, const Buffers& forward, const GradientPointers& grads,
-                    const Device& device, const RunOptions& options) {
+void flash_backward(const LoweredProblem& lowered, const Device& device,
+                    const RunOptions& options) {
   const IsaTarget target = isa_to_run(device);
   const flash::BackwardTaskFn kernel = backward_kernel(target);
-  const Geometry g(p);
+  const Geometry g(lowered);
+  const sdpa_cts_params& p = g.p;
   Context c{p,
             g,
-            forward,
-            grads,
-            static_cast<float>(effective_scale(p)),
+            static_cast<float>(p.scale),
             static_cast<float>(p.dropout_p > 0 ? 1.0 / (1.0 - p.dropout_p) : 1.0),
             {}};
   c.d.assign(static_cast<std::size_t>(std::max<i64>(p.batch * p.heads_q * p.len_q, 1)), 0.0);
-  const LoweredProblem lowered(p, forward, grads);
   flash::BackwardParams P;
   static_cast<sdpa_cts_params&>(P) = lowered.params();
   P.softcap_f32 = static_cast<float>(p.softcap);
@@ -323,12 +318,12 @@ void flash_backward(const Problem& p, const Buffers& forward, const GradientPoin
   // forced, or chosen on an AMD CPU, whose vdpbf16ps runs at twice its f32 FMA rate), unless an
   // input holds a magnitude its flushing could lose.
   static const bool fast_bf16_dot = __builtin_cpu_is("amd");
-  P.bf16_dot = target == IsaTarget::avx512bf16 && p.dtype == DType::bf16 &&
+  P.bf16_dot = target == IsaTarget::avx512bf16 && g.dtype == DType::bf16 &&
                (device.cpu.isa_chosen || fast_bf16_dot) &&
-               bf16_magnitudes_at_least_2m63(forward.q, q_view(p)) &&
-               bf16_magnitudes_at_least_2m63(forward.k, k_view(p)) &&
-               bf16_magnitudes_at_least_2m63(forward.v, v_view(p)) &&
-               bf16_magnitudes_at_least_2m63(grads.d_out, o_view(p));
+               bf16_magnitudes_at_least_2m63(p.q, lowered.q_view()) &&
+               bf16_magnitudes_at_least_2m63(p.k, lowered.k_view()) &&
+               bf16_magnitudes_at_least_2m63(p.v, lowered.v_view()) &&
+               bf16_magnitudes_at_least_2m63(p.d_o, lowered.o_view());
 
   const i64 tasks = p.batch * p.heads_kv;
   if (tasks == 0) return;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "kernels/backend.hpp"
+#include "kernels/lowered_problem.hpp"
 
 namespace sdpa::cpu {
 
@@ -12,12 +13,11 @@ namespace sdpa::cpu {
 inline constexpr std::int64_t kBackwardKeyBlock = 64;
 inline constexpr std::int64_t kBackwardRowBlock = 64;
 
-// dQ, dK, dV of `p` (f32, f16, bf16) from the inputs, the forward's O and LSE in `forward`
-// and dO, on the SIMD target `device` selects. f32 products and sums; P and dS rounded to the
-// input type for f16 and bf16 before the gradient products (as FlashAttention-2 rounds them
-// for its tensor-core GEMMs), kept in f32 for f32. Every output element belongs to one task
-// with a fixed order: bitwise the same for any thread count.
-void flash_backward(const Problem& p, const Buffers& forward, const GradientPointers& grads,
-                    const Device& device, const RunOptions& options);
+// dQ, dK, dV of a backward call `p` (f32, f16, bf16) from the inputs, the forward's O and
+// LSE (params().o, .lse) and dO, on the SIMD target `device` selects. f32 products and sums; P and
+// dS rounded to the input type for f16 and bf16 before the gradient products (as FlashAttention-2
+// rounds them for its tensor-core GEMMs), kept in f32 for f32. Every output element belongs to one
+// task with a fixed order: bitwise the same for any thread count.
+void flash_backward(const LoweredProblem& p, const Device& device, const RunOptions& options);
 
 }  // namespace sdpa::cpu

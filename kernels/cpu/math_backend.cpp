@@ -65,21 +65,20 @@ std::int64_t row_block(std::int64_t s_pad) {
 // Writes padding rows and fully masked rows.
 template <typename T>
 struct Outputs {
-  const Problem& p;
+  const sdpa_cts_params& p;
   const Geometry& g;
-  const Buffers& buf;
   std::size_t esz;
 
   void zero_o_row(std::int64_t b, std::int64_t h, std::int64_t i) const {
-    const std::int64_t off = g.q_row(p.o, b, h, i);
+    const std::int64_t off = g.q_row(p.o_stride, b, h, i);
     for (std::int64_t d = 0; d < p.head_dim_v; ++d)
-      store_from_double(p.dtype, buf.o, off + d * p.o.stride[3], 0.0);
+      store_from_double(g.dtype, p.o, off + d * p.o_stride[3], 0.0);
   }
   void lse(std::int64_t b, std::int64_t h, std::int64_t i, double v) const {
-    if (p.want_lse) buf.lse[(b * p.heads_q + h) * p.len_q + i] = static_cast<float>(v);
+    if (p.want_lse) p.lse[(b * p.heads_q + h) * p.len_q + i] = static_cast<float>(v);
   }
   void* weights_row(std::int64_t b, std::int64_t h, std::int64_t i) const {
-    return at(buf.weights, ((b * p.heads_q + h) * p.len_q + i) * p.len_kv, esz);
+    return at(p.weights, ((b * p.heads_q + h) * p.len_q + i) * p.len_kv, esz);
   }
   void zero_weights(std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j0,
                     std::int64_t j1) const {
@@ -108,19 +107,19 @@ struct F32Engine {
   std::int64_t col_align() const { return blas ? 1 : t.nr; }
 
   // K and V of slice (b, hk) in the engine's layout.
-  void prepare(const Problem& p, const Geometry& g, const Buffers& buf, std::int64_t b,
-               std::int64_t hk, std::int64_t sb, Scratch<T>& sc) const {
-    const std::size_t esz = dtype_size(p.dtype);
-    const void* k0 = at(buf.k, g.kv_row(p.k, b, hk, 0), esz);
-    const void* v0 = at(buf.v, g.kv_row(p.v, b, hk, 0), esz);
+  void prepare(const sdpa_cts_params& p, const Geometry& g, std::int64_t b, std::int64_t hk,
+               std::int64_t sb, Scratch<T>& sc) const {
+    const std::size_t esz = dtype_size(g.dtype);
+    const void* k0 = at(p.k, g.kv_row(p.k_stride, b, hk, 0), esz);
+    const void* v0 = at(p.v, g.kv_row(p.v_stride, b, hk, 0), esz);
     const std::int64_t dq = p.head_dim_qk, dv = p.head_dim_v;
     float* tmp = Scratch<T>::grow(sc.tmp, std::max(dq, sb) + 16);
     if (blas) {
       float* k = Scratch<T>::grow(sc.k, sb * dq);
       float* v = Scratch<T>::grow(sc.v, sb * dv);
       for (std::int64_t j = 0; j < sb; ++j) {
-        t.load_row(p.dtype, at(k0, j * p.k.stride[2], esz), p.k.stride[3], dq, k + j * dq);
-        t.load_row(p.dtype, at(v0, j * p.v.stride[2], esz), p.v.stride[3], dv, v + j * dv);
+        t.load_row(g.dtype, at(k0, j * p.k_stride[2], esz), p.k_stride[3], dq, k + j * dq);
+        t.load_row(g.dtype, at(v0, j * p.v_stride[2], esz), p.v_stride[3], dv, v + j * dv);
       }
       return;
     }
@@ -128,12 +127,13 @@ struct F32Engine {
     // K^T: B[e][j] = K[j][e], panels of nr keys. V: B[j][d] = V[j][d], panels of nr columns.
     float* k = Scratch<T>::grow(sc.k, round_up(sb, nr) * dq);
     float* v = Scratch<T>::grow(sc.v, round_up(dv, nr) * sb);
-    t.pack_b(p.dtype, k0, p.k.stride[3], p.k.stride[2], dq, sb, k, tmp);
-    t.pack_b(p.dtype, v0, p.v.stride[2], p.v.stride[3], sb, dv, v, tmp);
+    t.pack_b(g.dtype, k0, p.k_stride[3], p.k_stride[2], dq, sb, k, tmp);
+    t.pack_b(g.dtype, v0, p.v_stride[2], p.v_stride[3], sb, dv, v, tmp);
   }
   // s[r][j] for j in [j0, j1) (own: whole panels around it) = q[r] . k_j.
-  void logits(const Problem& p, std::int64_t rows, const float* q, std::int64_t sb, std::int64_t j0,
-              std::int64_t j1, float* s, std::int64_t lds, const Scratch<T>& sc) const {
+  void logits(const sdpa_cts_params& p, std::int64_t rows, const float* q, std::int64_t sb,
+              std::int64_t j0, std::int64_t j1, float* s, std::int64_t lds,
+              const Scratch<T>& sc) const {
     const std::int64_t dq = p.head_dim_qk;
     if (blas) {
       if (dq == 0) {
@@ -149,7 +149,7 @@ struct F32Engine {
     t.gemm(rows, (p1 - p0) * nr, dq, q, dq, sc.k.data() + p0 * dq * nr, dq * nr, s + p0 * nr, lds);
   }
   // o[r][d] = sum_{j in [j0, j1)} s[r][j] v_j[d].
-  void values(const Problem& p, std::int64_t rows, const float* s, std::int64_t lds,
+  void values(const sdpa_cts_params& p, std::int64_t rows, const float* s, std::int64_t lds,
               std::int64_t sb, std::int64_t j0, std::int64_t j1, float* o, std::int64_t ldo,
               const Scratch<T>& sc) const {
     const std::int64_t dv = p.head_dim_v;
@@ -179,21 +179,21 @@ struct F64Engine {
   using T = double;
   F64RowOps ops() const { return {}; }
   std::int64_t col_align() const { return 1; }
-  void prepare(const Problem& p, const Geometry& g, const Buffers& buf, std::int64_t b,
-               std::int64_t hk, std::int64_t sb, Scratch<T>& sc) const {
+  void prepare(const sdpa_cts_params& p, const Geometry& g, std::int64_t b, std::int64_t hk,
+               std::int64_t sb, Scratch<T>& sc) const {
     const std::int64_t dq = p.head_dim_qk, dv = p.head_dim_v;
     double* k = Scratch<T>::grow(sc.k, sb * dq);
     double* v = Scratch<T>::grow(sc.v, sb * dv);
     Scratch<T>::grow(sc.tmp, sb + 16);
-    const std::int64_t k0 = g.kv_row(p.k, b, hk, 0), v0 = g.kv_row(p.v, b, hk, 0);
+    const std::int64_t k0 = g.kv_row(p.k_stride, b, hk, 0), v0 = g.kv_row(p.v_stride, b, hk, 0);
     for (std::int64_t j = 0; j < sb; ++j) {
       for (std::int64_t e = 0; e < dq; ++e)
-        k[j * dq + e] = load_as_double(p.dtype, buf.k, k0 + j * p.k.stride[2] + e * p.k.stride[3]);
+        k[j * dq + e] = load_as_double(g.dtype, p.k, k0 + j * p.k_stride[2] + e * p.k_stride[3]);
       for (std::int64_t d = 0; d < dv; ++d)
-        v[j * dv + d] = load_as_double(p.dtype, buf.v, v0 + j * p.v.stride[2] + d * p.v.stride[3]);
+        v[j * dv + d] = load_as_double(g.dtype, p.v, v0 + j * p.v_stride[2] + d * p.v_stride[3]);
     }
   }
-  void logits(const Problem& p, std::int64_t rows, const double* q, std::int64_t sb,
+  void logits(const sdpa_cts_params& p, std::int64_t rows, const double* q, std::int64_t sb,
               std::int64_t j0, std::int64_t j1, double* s, std::int64_t lds,
               const Scratch<T>& sc) const {
     const std::int64_t dq = p.head_dim_qk;
@@ -205,7 +205,7 @@ struct F64Engine {
                 static_cast<int>(j1 - j0), static_cast<int>(dq), 1.0, q, static_cast<int>(dq),
                 sc.k.data() + j0 * dq, static_cast<int>(dq), 0.0, s + j0, static_cast<int>(lds));
   }
-  void values(const Problem& p, std::int64_t rows, const double* s, std::int64_t lds,
+  void values(const sdpa_cts_params& p, std::int64_t rows, const double* s, std::int64_t lds,
               std::int64_t sb, std::int64_t j0, std::int64_t j1, double* o, std::int64_t ldo,
               const Scratch<T>& sc) const {
     const std::int64_t dv = p.head_dim_v;
@@ -227,10 +227,10 @@ struct F64Engine {
 
 // One (b, h) slice: every output it owns (O rows, LSE and weights rows, padding included).
 template <typename Engine>
-void run_slice(const Engine& eng, const Problem& p, const Geometry& g, const Buffers& buf,
-               std::int64_t b, std::int64_t h, Scratch<typename Engine::T>& sc) {
+void run_slice(const Engine& eng, const sdpa_cts_params& p, const Geometry& g, std::int64_t b,
+               std::int64_t h, Scratch<typename Engine::T>& sc) {
   using T = typename Engine::T;
-  const Outputs<T> out{p, g, buf, dtype_size(p.dtype)};
+  const Outputs<T> out{p, g, dtype_size(g.dtype)};
   const std::size_t esz = out.esz;
   const std::int64_t lb = g.lq(b), sb = g.skv(b), hk = h / g.group;
   const std::int64_t dq = p.head_dim_qk, dv = p.head_dim_v;
@@ -250,7 +250,7 @@ void run_slice(const Engine& eng, const Problem& p, const Geometry& g, const Buf
     }
     return;
   }
-  eng.prepare(p, g, buf, b, hk, sb, sc);
+  eng.prepare(p, g, b, hk, sb, sc);
   const std::int64_t lds = round_up(sb, eng.col_align());
   const std::int64_t rb = row_block(lds);
   const std::int64_t ldo = round_up(std::max<std::int64_t>(dv, 1), 32);  // >= any target's nr
@@ -275,12 +275,12 @@ void run_slice(const Engine& eng, const Problem& p, const Geometry& g, const Buf
     }
     if (j1 > j0) {
       for (std::int64_t r = 0; r < rows; ++r) {
-        eng.load_q(p.dtype, at(buf.q, g.q_row(p.q, b, h, i0 + r), esz), p.q.stride[3], dq,
+        eng.load_q(g.dtype, at(p.q, g.q_row(p.q_stride, b, h, i0 + r), esz), p.q_stride[3], dq,
                    q + r * dq);
       }
       eng.logits(p, rows, q, sb, j0, j1, s, lds, sc);
       for (std::int64_t r = 0; r < rows; ++r) {
-        stats[r] = row_softmax_block<T>(ops, g, buf.mask, b, h, i0 + r, ranges[r].lo, ranges[r].hi,
+        stats[r] = row_softmax_block<T>(ops, g, b, h, i0 + r, ranges[r].lo, ranges[r].hi,
                                         s + r * lds + j0, j0, j1 - j0, tmp);
       }
       eng.values(p, rows, s, lds, sb, j0, j1, o, ldo, sc);
@@ -308,13 +308,13 @@ void run_slice(const Engine& eng, const Problem& p, const Geometry& g, const Buf
         inv = std::ldexp(inv, k);
       }
       eng.scale_row(orow, dv, inv);
-      eng.store(p.dtype, orow, dv, at(buf.o, g.q_row(p.o, b, h, i), esz), p.o.stride[3]);
+      eng.store(g.dtype, orow, dv, at(p.o, g.q_row(p.o_stride, b, h, i), esz), p.o_stride[3]);
       out.lse(b, h, i, nan ? st.m : st.m + std::log(st.l));
       if (p.want_weights) {
         T* srow = s + r * lds;
         if (!nan) eng.scale_row(srow + j0, j1 - j0, inv);
         out.zero_weights(b, h, i, 0, j0);
-        eng.store(p.dtype, srow + j0, j1 - j0, at(out.weights_row(b, h, i), j0, esz), 1);
+        eng.store(g.dtype, srow + j0, j1 - j0, at(out.weights_row(b, h, i), j0, esz), 1);
         out.zero_weights(b, h, i, j1, p.len_kv);
       }
     }
@@ -322,8 +322,9 @@ void run_slice(const Engine& eng, const Problem& p, const Geometry& g, const Buf
 }
 
 template <typename Engine>
-void run_all(const Engine& eng, const Problem& p, const Buffers& buf, const RunOptions& options) {
-  const Geometry g(p);
+void run_all(const Engine& eng, const LoweredProblem& lowered, const RunOptions& options) {
+  const Geometry g(lowered);
+  const sdpa_cts_params& p = g.p;
   const std::int64_t slices = p.batch * p.heads_q;
   if (slices == 0 || p.len_q == 0) return;
 #pragma omp parallel num_threads(thread_count(options))
@@ -331,7 +332,7 @@ void run_all(const Engine& eng, const Problem& p, const Buffers& buf, const RunO
     Scratch<typename Engine::T> sc;
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t bh = 0; bh < slices; ++bh) {
-      run_slice(eng, p, g, buf, bh / p.heads_q, bh % p.heads_q, sc);
+      run_slice(eng, p, g, bh / p.heads_q, bh % p.heads_q, sc);
     }
   }
 }
@@ -339,8 +340,8 @@ void run_all(const Engine& eng, const Problem& p, const Buffers& buf, const RunO
 class MathBackend final : public Backend {
  public:
   MathBackend() {
+    caps_ = Capabilities::every_forward_input();
     caps_.dtypes = {DType::f64, DType::f32, DType::f16, DType::bf16};
-    caps_.weights_output = true;
     caps_.deterministic = true;
     caps_.batch_invariant = true;
     caps_.backward = true;
@@ -355,9 +356,10 @@ class MathBackend final : public Backend {
     c.accumulate = c.p_type = c.ds_type = dtype == DType::f64 ? DType::f64 : DType::f32;
     return c;
   }
-  Support supports(const Problem& p, const Device& device) const override {
+  Support supports(const LoweredProblem& lowered, const Device& device) const override {
     Support s;
-    check_capabilities(caps_, p, device, s);
+    check_capabilities(caps_, lowered, device, s);
+    const sdpa_cts_params& p = lowered.params();
     // BLAS takes int dimensions; the logits tile of one row must fit in memory.
     constexpr std::int64_t kIntMax = 2147483647;
     if (p.len_kv > kIntMax / 64 || p.head_dim_qk > kIntMax / 64 || p.head_dim_v > kIntMax / 64) {
@@ -373,21 +375,21 @@ class MathBackend final : public Backend {
     }
     return s;
   }
-  void run(const Problem& p, const Buffers& buf, const Device& device,
+  void run(const LoweredProblem& p, const Device& device,
            const RunOptions& options) const override {
-    if (p.dtype == DType::f64) {
+    if (p.dtype() == DType::f64) {
       blas_single_thread();
-      run_all(F64Engine{}, p, buf, options);
+      run_all(F64Engine{}, p, options);
       return;
     }
     const IsaTarget target = isa_to_run(device);
     const bool blas = target != IsaTarget::scalar && gemm_kind() == GemmKind::openblas;
     if (blas) blas_single_thread();
-    run_all(F32Engine{vk::table(target), blas}, p, buf, options);
+    run_all(F32Engine{vk::table(target), blas}, p, options);
   }
-  void run_backward(const Problem& p, const Buffers& forward, const GradientPointers& grads,
-                    const Device&, const RunOptions& options) const override {
-    math_backward(p, forward, grads, options);
+  void run_backward(const LoweredProblem& p, const Device&,
+                    const RunOptions& options) const override {
+    math_backward(p, options);
   }
 
  private:

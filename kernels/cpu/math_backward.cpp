@@ -67,14 +67,14 @@ enum class RowResult { no_key, done, overflow };
 // Row i of query head h in compute type T: fills work.dx and work.w over [r.lo, r.hi) (att
 // marks the attended keys). `overflow` when dS is not finite although the logits are not NaN.
 template <typename T>
-RowResult compute_row(const Problem& p, const Geometry& g, const Buffers& fwd,
-                      const GradientPointers& grads, const GroupInputs<T>& in, RowWork<T>& w,
-                      std::int64_t b, std::int64_t h, std::int64_t i, const KeyRange& r) {
+RowResult compute_row(const sdpa_cts_params& p, const Geometry& g, const GroupInputs<T>& in,
+                      RowWork<T>& w, std::int64_t b, std::int64_t h, std::int64_t i,
+                      const KeyRange& r) {
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   const std::int64_t dq = p.head_dim_qk, dv = p.head_dim_v;
-  const T scale = static_cast<T>(effective_scale(p));
+  const T scale = static_cast<T>(p.scale);
   const T keep_scale = static_cast<T>(p.dropout_p > 0 ? 1.0 / (1.0 - p.dropout_p) : 1.0);
-  load(p.dtype, fwd.q, g.q_row(p.q, b, h, i), p.q.stride[3], dq, w.q.data());
+  load(g.dtype, p.q, g.q_row(p.q_stride, b, h, i), p.q_stride[3], dq, w.q.data());
   bool any = false;
   for (std::int64_t j = r.lo; j < r.hi; ++j) {
     T x = scale * dot(w.q.data(), in.k.data() + j * dq, dq);
@@ -84,12 +84,12 @@ RowResult compute_row(const Problem& p, const Geometry& g, const Buffers& fwd,
       x = c * t;
       w.sech2[j] = 1 - t * t;
     }
-    if (p.mask == MaskKind::boolean) {
-      const auto* m = static_cast<const std::uint8_t*>(fwd.mask);
-      if (m[g.mask_row(b, h, i) + j * g.mstride[3]] == 0) x = kNegInf;
-    } else if (p.mask == MaskKind::additive) {
-      const T bias =
-          static_cast<T>(load_as_double(p.dtype, fwd.mask, g.mask_row(b, h, i) + j * g.mstride[3]));
+    if (p.mask_kind == SDPA_CTS_MASK_BOOL) {
+      const auto* m = static_cast<const std::uint8_t*>(p.mask);
+      if (m[g.mask_row(b, h, i) + j * g.mask_col_stride()] == 0) x = kNegInf;
+    } else if (p.mask_kind == SDPA_CTS_MASK_ADDITIVE) {
+      const T bias = static_cast<T>(
+          load_as_double(g.dtype, p.mask, g.mask_row(b, h, i) + j * g.mask_col_stride()));
       x = bias == kNegInf ? kNegInf : x + bias;  // a -inf bias masks even a NaN logit
     }
     w.s[j] = x;
@@ -112,15 +112,15 @@ RowResult compute_row(const Problem& p, const Geometry& g, const Buffers& fwd,
   for (std::int64_t j = r.lo; j < r.hi; ++j) {
     if (w.att[j]) w.pr[j] /= l;
   }
-  load(p.dtype, grads.d_out, g.q_row(p.o, b, h, i), p.o.stride[3], dv, w.d_o.data());
-  load(p.dtype, fwd.o, g.q_row(p.o, b, h, i), p.o.stride[3], dv, w.o.data());
+  load(g.dtype, p.d_o, g.q_row(p.o_stride, b, h, i), p.o_stride[3], dv, w.d_o.data());
+  load(g.dtype, p.o, g.q_row(p.o_stride, b, h, i), p.o_stride[3], dv, w.o.data());
   const T big_d = dot(w.d_o.data(), w.o.data(), dv);
   bool finite = true;
   for (std::int64_t j = r.lo; j < r.hi; ++j) {
     if (!w.att[j]) continue;
     T z = 1;
-    if (g.drop_threshold != 0) {
-      z = dropout_keep(p.dropout_seed, p.dropout_offset, g.drop_threshold, b, h, i, j, p.heads_q,
+    if (p.dropout_threshold != 0) {
+      z = dropout_keep(p.dropout_seed, p.dropout_offset, p.dropout_threshold, b, h, i, j, p.heads_q,
                        p.len_q, p.len_kv)
               ? keep_scale
               : T(0);
@@ -137,8 +137,7 @@ RowResult compute_row(const Problem& p, const Geometry& g, const Buffers& fwd,
 
 // One (b, key/value head) group: its query heads in order, every gradient element it owns.
 template <typename T>
-void backward_group(const Problem& p, const Geometry& g, const Buffers& fwd,
-                    const GradientPointers& grads, std::int64_t b, std::int64_t hk,
+void backward_group(const sdpa_cts_params& p, const Geometry& g, std::int64_t b, std::int64_t hk,
                     double* ds_all) {
   const std::int64_t lb = g.lq(b), sb = g.skv(b), dq = p.head_dim_qk, dv = p.head_dim_v;
   const auto n = [](std::int64_t x) {
@@ -147,8 +146,8 @@ void backward_group(const Problem& p, const Geometry& g, const Buffers& fwd,
   GroupInputs<T> in{std::vector<T>(n(sb * dq)), std::vector<T>(n(sb * dv))};
   GroupInputs<double> in64;  // widened on the first row that overflows
   for (std::int64_t j = 0; j < sb; ++j) {
-    load(p.dtype, fwd.k, g.kv_row(p.k, b, hk, j), p.k.stride[3], dq, in.k.data() + j * dq);
-    load(p.dtype, fwd.v, g.kv_row(p.v, b, hk, j), p.v.stride[3], dv, in.v.data() + j * dv);
+    load(g.dtype, p.k, g.kv_row(p.k_stride, b, hk, j), p.k_stride[3], dq, in.k.data() + j * dq);
+    load(g.dtype, p.v, g.kv_row(p.v_stride, b, hk, j), p.v_stride[3], dv, in.v.data() + j * dv);
   }
   std::vector<double> acc_k(n(sb * dq), 0.0), acc_v(n(sb * dv), 0.0), dqa(n(dq));
   RowWork<T> work(n(dq), n(dv), n(sb));
@@ -177,45 +176,45 @@ void backward_group(const Problem& p, const Geometry& g, const Buffers& fwd,
     // Rows beyond L_b of the padded layout: dQ = 0 (packed rows beyond L_b do not exist).
     if (!p.packed)
       for (std::int64_t i = lb; i < p.len_q; ++i)
-        zero(p.dtype, grads.dq, g.q_row(p.q, b, h, i), p.q.stride[3], dq);
+        zero(g.dtype, p.d_q, g.q_row(p.q_stride, b, h, i), p.q_stride[3], dq);
     for (std::int64_t i = 0; i < lb; ++i) {
-      const std::int64_t dq_off = g.q_row(p.q, b, h, i);
+      const std::int64_t dq_off = g.q_row(p.q_stride, b, h, i);
       const KeyRange r = key_range(p, i, lb, sb);
-      RowResult res = compute_row(p, g, fwd, grads, in, work, b, h, i, r);
+      RowResult res = compute_row(p, g, in, work, b, h, i, r);
       if (res == RowResult::overflow) {
         if (in64.k.empty()) {
           in64.k.assign(in.k.begin(), in.k.end());
           in64.v.assign(in.v.begin(), in.v.end());
         }
-        res = compute_row(p, g, fwd, grads, in64, work64, b, h, i, r);
+        res = compute_row(p, g, in64, work64, b, h, i, r);
         accumulate(work64, in64, r, h, i);
       } else if (res == RowResult::done) {
         accumulate(work, in, r, h, i);
       } else {
         std::fill(dqa.begin(), dqa.end(), 0.0);
       }
-      store(p.dtype, grads.dq, dq_off, p.q.stride[3], dq, dqa.data(), effective_scale(p));
+      store(g.dtype, p.d_q, dq_off, p.q_stride[3], dq, dqa.data(), p.scale);
     }
   }
   for (std::int64_t j = 0; j < sb; ++j) {
-    store(p.dtype, grads.dk, g.kv_row(p.k, b, hk, j), p.k.stride[3], dq, acc_k.data() + j * dq,
-          effective_scale(p));
-    store(p.dtype, grads.dv, g.kv_row(p.v, b, hk, j), p.v.stride[3], dv, acc_v.data() + j * dv,
+    store(g.dtype, p.d_k, g.kv_row(p.k_stride, b, hk, j), p.k_stride[3], dq, acc_k.data() + j * dq,
+          p.scale);
+    store(g.dtype, p.d_v, g.kv_row(p.v_stride, b, hk, j), p.v_stride[3], dv, acc_v.data() + j * dv,
           1.0);
   }
   // Keys beyond S_b of the padded layout: dK = dV = 0.
   if (!p.packed)
     for (std::int64_t j = sb; j < p.len_kv; ++j) {
-      zero(p.dtype, grads.dk, g.kv_row(p.k, b, hk, j), p.k.stride[3], dq);
-      zero(p.dtype, grads.dv, g.kv_row(p.v, b, hk, j), p.v.stride[3], dv);
+      zero(g.dtype, p.d_k, g.kv_row(p.k_stride, b, hk, j), p.k_stride[3], dq);
+      zero(g.dtype, p.d_v, g.kv_row(p.v_stride, b, hk, j), p.v_stride[3], dv);
     }
 }
 
 }  // namespace
 
-void math_backward(const Problem& p, const Buffers& forward, const GradientPointers& grads,
-                   const RunOptions& options) {
-  const Geometry g(p);
+void math_backward(const LoweredProblem& lowered, const RunOptions& options) {
+  const Geometry g(lowered);
+  const sdpa_cts_params& p = g.p;
   const std::int64_t groups = p.batch * p.heads_kv;
   // d bias: every dS in place (0 where a pair is not attended), each written by one group.
   std::vector<double> ds_all;
@@ -224,25 +223,25 @@ void math_backward(const Problem& p, const Buffers& forward, const GradientPoint
   double* ds = p.bias_grad ? ds_all.data() : nullptr;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(thread_count(options))
   for (std::int64_t bg = 0; bg < groups; ++bg) {
-    if (p.dtype == DType::f64) {
-      backward_group<double>(p, g, forward, grads, bg / p.heads_kv, bg % p.heads_kv, ds);
+    if (g.dtype == DType::f64) {
+      backward_group<double>(p, g, bg / p.heads_kv, bg % p.heads_kv, ds);
     } else {
-      backward_group<float>(p, g, forward, grads, bg / p.heads_kv, bg % p.heads_kv, ds);
+      backward_group<float>(p, g, bg / p.heads_kv, bg % p.heads_kv, ds);
     }
   }
   if (!p.bias_grad) return;
   // The sums over the mask's broadcast dimensions, in (b, h, i, j) order on one thread.
-  const StridedView mv = mask_view(p);
-  std::vector<double> sum(static_cast<std::size_t>(mask_elements(p)), 0.0);
+  const std::int64_t* mstride = p.mask_stride;
+  std::vector<double> sum(static_cast<std::size_t>(lowered.mask_elements()), 0.0);
   std::size_t x = 0;
   for (std::int64_t b = 0; b < p.batch; ++b)
     for (std::int64_t h = 0; h < p.heads_q; ++h)
       for (std::int64_t i = 0; i < p.len_q; ++i)
         for (std::int64_t j = 0; j < p.len_kv; ++j, ++x) {
-          sum[static_cast<std::size_t>(b * mv.stride[0] + h * mv.stride[1] + i * mv.stride[2] +
-                                       j * mv.stride[3])] += ds_all[x];
+          sum[static_cast<std::size_t>(b * mstride[0] + h * mstride[1] + i * mstride[2] +
+                                       j * mstride[3])] += ds_all[x];
         }
-  store(p.dtype, grads.dbias, 0, 1, static_cast<std::int64_t>(sum.size()), sum.data(), 1.0);
+  store(g.dtype, p.d_bias, 0, 1, static_cast<std::int64_t>(sum.size()), sum.data(), 1.0);
 }
 
 }  // namespace sdpa::cpu

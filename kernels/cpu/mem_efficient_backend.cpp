@@ -63,9 +63,8 @@ struct RowSet {
 };
 
 struct Plan {
-  const Problem& p;
+  const sdpa_cts_params& p;
   const Geometry& g;
-  const Buffers& buf;
   const vk::Table& t;
   std::int64_t ldo;     // floats of an accumulator row (multiple of 32 >= Dv)
   std::int64_t ldpart;  // floats per partial: acc[ldo], then m, l and the overflow shift k
@@ -93,12 +92,12 @@ inline QueryRow query_row(const Geometry& g, const RowSet& rs, std::int64_t r) {
 // Converts the query rows [r, r + n) of a row set to f32 rows of ld floats (zero-padded).
 void load_queries(const Plan& pl, const RowSet& rs, std::int64_t r, std::int64_t n, float* q,
                   std::int64_t ld) {
-  const Problem& p = pl.p;
+  const sdpa_cts_params& p = pl.p;
   for (std::int64_t k = 0; k < n; ++k) {
     const QueryRow qr = query_row(pl.g, rs, r + k);
     float* dst = q + k * ld;
-    pl.t.load_row(p.dtype, at(pl.buf.q, pl.g.q_row(p.q, rs.b, qr.h, qr.i), pl.esz), p.q.stride[3],
-                  p.head_dim_qk, dst);
+    pl.t.load_row(pl.g.dtype, at(pl.p.q, pl.g.q_row(p.q_stride, rs.b, qr.h, qr.i), pl.esz),
+                  p.q_stride[3], p.head_dim_qk, dst);
     std::fill(dst + p.head_dim_qk, dst + ld, 0.0f);
   }
 }
@@ -111,12 +110,12 @@ bool decode_shape(const Plan& pl, const RowSet& rs) {
 // The K rows that chunk c of a row set reads when it takes the decode path with K read in
 // place (for the unit before it to prefetch); none otherwise.
 vk::Prefetch keys_of(const Plan& pl, const RowSet& rs, std::int64_t c) {
-  const Problem& p = pl.p;
-  if (!decode_shape(pl, rs) || p.k.stride[3] != 1) return {};
+  const sdpa_cts_params& p = pl.p;
+  if (!decode_shape(pl, rs) || p.k_stride[3] != 1) return {};
   const std::int64_t sb = pl.g.skv(rs.b), c0 = c * rs.chunk, c1 = std::min(sb, c0 + rs.chunk);
   if (c1 <= c0) return {};
   const auto esz = static_cast<std::int64_t>(pl.esz);
-  return {at(pl.buf.k, pl.g.kv_row(p.k, rs.b, rs.hk, c0), pl.esz), p.k.stride[2] * esz,
+  return {at(pl.p.k, pl.g.kv_row(p.k_stride, rs.b, rs.hk, c0), pl.esz), p.k_stride[2] * esz,
           p.head_dim_qk * esz, c1 - c0};
 }
 
@@ -124,7 +123,7 @@ vk::Prefetch keys_of(const Plan& pl, const RowSet& rs, std::int64_t c) {
 // keys of the unit this thread runs next, prefetched into L2 while V is summed.
 void run_unit(const Plan& pl, const RowSet& rs, std::int64_t c, float* wave, Scratch& sc,
               const vk::Prefetch& next_keys) {
-  const Problem& p = pl.p;
+  const sdpa_cts_params& p = pl.p;
   const Geometry& g = pl.g;
   const vk::Table& t = pl.t;
   const std::int64_t lb = g.lq(rs.b), sb = g.skv(rs.b);
@@ -175,8 +174,8 @@ void run_unit(const Plan& pl, const RowSet& rs, std::int64_t c, float* wave, Scr
   }
   const std::int64_t n = jb - ja;
   const F32RowOps ops{t};
-  const void* k0 = at(pl.buf.k, g.kv_row(p.k, rs.b, rs.hk, ja), pl.esz);
-  const void* v0 = at(pl.buf.v, g.kv_row(p.v, rs.b, rs.hk, ja), pl.esz);
+  const void* k0 = at(pl.p.k, g.kv_row(p.k_stride, rs.b, rs.hk, ja), pl.esz);
+  const void* v0 = at(pl.p.v, g.kv_row(p.v_stride, rs.b, rs.hk, ja), pl.esz);
   float* tmp = Scratch::grow(sc.tmp, std::max(n, dq) + 16);
 
   if (decode_shape(pl, rs)) {
@@ -185,29 +184,28 @@ void run_unit(const Plan& pl, const RowSet& rs, std::int64_t c, float* wave, Scr
     load_queries(pl, rs, rs.r0, m, q, pl.ldq);
     const std::int64_t lds = round_up(n, 16);
     float* s = Scratch::grow(sc.s, m * lds);
-    DType kt = p.dtype, vt = p.dtype;
+    DType kt = pl.g.dtype, vt = pl.g.dtype;
     const void* kp = k0;
     const void* vp = v0;
-    std::int64_t ks = p.k.stride[2], vs = p.v.stride[2];
-    if (p.k.stride[3] != 1) {  // head dim not contiguous: convert the chunk first
+    std::int64_t ks = p.k_stride[2], vs = p.v_stride[2];
+    if (p.k_stride[3] != 1) {  // head dim not contiguous: convert the chunk first
       float* kc = Scratch::grow(sc.kc, n * std::max<std::int64_t>(dq, 1));
       for (std::int64_t j = 0; j < n; ++j)
-        t.load_row(p.dtype, at(k0, j * p.k.stride[2], pl.esz), p.k.stride[3], dq, kc + j * dq);
+        t.load_row(pl.g.dtype, at(k0, j * p.k_stride[2], pl.esz), p.k_stride[3], dq, kc + j * dq);
       kt = DType::f32, kp = kc, ks = dq;
     }
-    if (p.v.stride[3] != 1) {
+    if (p.v_stride[3] != 1) {
       float* vc = Scratch::grow(sc.vc, n * std::max<std::int64_t>(dv, 1));
       for (std::int64_t j = 0; j < n; ++j)
-        t.load_row(p.dtype, at(v0, j * p.v.stride[2], pl.esz), p.v.stride[3], dv, vc + j * dv);
+        t.load_row(pl.g.dtype, at(v0, j * p.v_stride[2], pl.esz), p.v_stride[3], dv, vc + j * dv);
       vt = DType::f32, vp = vc, vs = dv;
     }
     const std::int64_t vesz = static_cast<std::int64_t>(dtype_size(vt));
     t.dot_keys(kt, q, pl.ldq, m, kp, ks, n, dq, s, lds, {vp, vs * vesz, dv * vesz, n});
     for (std::int64_t r = 0; r < m; ++r) {
       const QueryRow qr = query_row(g, rs, rs.r0 + r);
-      const RowStats st =
-          row_softmax_block<float>(ops, g, pl.buf.mask, rs.b, qr.h, qr.i, sc.ranges[r].lo,
-                                   sc.ranges[r].hi, s + r * lds, ja, n, tmp);
+      const RowStats st = row_softmax_block<float>(ops, g, rs.b, qr.h, qr.i, sc.ranges[r].lo,
+                                                   sc.ranges[r].hi, s + r * lds, ja, n, tmp);
       set_stats(r, st);
       std::fill(partial(r), partial(r) + pl.ldo, 0.0f);
     }
@@ -226,8 +224,8 @@ void run_unit(const Plan& pl, const RowSet& rs, std::int64_t c, float* wave, Scr
   const std::int64_t lds = round_up(n, nr);
   float* kp = Scratch::grow(sc.kp, lds * std::max<std::int64_t>(dq, 1));
   float* vp = Scratch::grow(sc.vp, n * round_up(std::max<std::int64_t>(dv, 1), nr));
-  t.pack_b(p.dtype, k0, p.k.stride[3], p.k.stride[2], dq, n, kp, tmp);
-  t.pack_b(p.dtype, v0, p.v.stride[2], p.v.stride[3], n, dv, vp, tmp);
+  t.pack_b(pl.g.dtype, k0, p.k_stride[3], p.k_stride[2], dq, n, kp, tmp);
+  t.pack_b(pl.g.dtype, v0, p.v_stride[2], p.v_stride[3], n, dv, vp, tmp);
   float* q = Scratch::grow(sc.q, kRowBlock * std::max<std::int64_t>(dq, 1));
   float* s = Scratch::grow(sc.s, kRowBlock * lds);
   for (std::int64_t b0 = 0; b0 < m; b0 += kRowBlock) {
@@ -245,8 +243,8 @@ void run_unit(const Plan& pl, const RowSet& rs, std::int64_t c, float* wave, Scr
     }
     for (std::int64_t r = 0; r < rows; ++r) {
       const QueryRow qr = query_row(g, rs, rs.r0 + b0 + r);
-      t.load_row(p.dtype, at(pl.buf.q, g.q_row(p.q, rs.b, qr.h, qr.i), pl.esz), p.q.stride[3], dq,
-                 q + r * dq);
+      t.load_row(pl.g.dtype, at(pl.p.q, g.q_row(p.q_stride, rs.b, qr.h, qr.i), pl.esz),
+                 p.q_stride[3], dq, q + r * dq);
     }
     // Logit columns are keys relative to ja; GEMM whole panels around [ba, bb).
     const std::int64_t p0 = (ba - ja) / nr, p1 = ceil_div(bb - ja, nr);
@@ -254,8 +252,8 @@ void run_unit(const Plan& pl, const RowSet& rs, std::int64_t c, float* wave, Scr
     for (std::int64_t r = 0; r < rows; ++r) {
       const QueryRow qr = query_row(g, rs, rs.r0 + b0 + r);
       const KeyRange& kr = sc.ranges[b0 + r];
-      set_stats(b0 + r, row_softmax_block<float>(ops, g, pl.buf.mask, rs.b, qr.h, qr.i, kr.lo,
-                                                 kr.hi, s + r * lds + (ba - ja), ba, bb - ba, tmp));
+      set_stats(b0 + r, row_softmax_block<float>(ops, g, rs.b, qr.h, qr.i, kr.lo, kr.hi,
+                                                 s + r * lds + (ba - ja), ba, bb - ba, tmp));
     }
     if (dv > 0) {
       // Partials of consecutive rows are rs.chunks * ldpart floats apart.
@@ -271,7 +269,7 @@ void run_unit(const Plan& pl, const RowSet& rs, std::int64_t c, float* wave, Scr
 // Combines the chunks of row r of a row set and writes O and LSE.
 void combine_row(const Plan& pl, const RowSet& rs, std::int64_t r, const float* wave,
                  std::vector<double>& acc, std::vector<float>& out) {
-  const Problem& p = pl.p;
+  const sdpa_cts_params& p = pl.p;
   const Geometry& g = pl.g;
   const std::int64_t dv = p.head_dim_v;
   const QueryRow qr = query_row(g, rs, r);
@@ -307,23 +305,23 @@ void combine_row(const Plan& pl, const RowSet& rs, std::int64_t r, const float* 
     for (std::int64_t d = 0; d < dv; ++d) out[d] = static_cast<float>(acc[d] * inv);
     lse = mx + std::log(l);
   }
-  pl.t.store_row(p.dtype, out.data(), dv, at(pl.buf.o, g.q_row(p.o, rs.b, qr.h, qr.i), pl.esz),
-                 p.o.stride[3]);
+  pl.t.store_row(pl.g.dtype, out.data(), dv,
+                 at(pl.p.o, g.q_row(p.o_stride, rs.b, qr.h, qr.i), pl.esz), p.o_stride[3]);
   if (p.want_lse) {
-    pl.buf.lse[(rs.b * p.heads_q + qr.h) * p.len_q + qr.i] = static_cast<float>(lse);
+    pl.p.lse[(rs.b * p.heads_q + qr.h) * p.len_q + qr.i] = static_cast<float>(lse);
   }
 }
 
 // Rows with no query (i >= L_b) of slice (b, h): O = 0 in the padded layout, LSE = -inf.
 void write_padding(const Plan& pl, std::int64_t b, std::int64_t h, std::vector<float>& zero) {
-  const Problem& p = pl.p;
+  const sdpa_cts_params& p = pl.p;
   zero.assign(static_cast<std::size_t>(std::max<std::int64_t>(p.head_dim_v, 1)), 0.0f);
   for (std::int64_t i = pl.g.lq(b); i < p.len_q; ++i) {
     if (!p.packed) {
-      pl.t.store_row(p.dtype, zero.data(), p.head_dim_v,
-                     at(pl.buf.o, pl.g.q_row(p.o, b, h, i), pl.esz), p.o.stride[3]);
+      pl.t.store_row(pl.g.dtype, zero.data(), p.head_dim_v,
+                     at(pl.p.o, pl.g.q_row(p.o_stride, b, h, i), pl.esz), p.o_stride[3]);
     }
-    if (p.want_lse) pl.buf.lse[(b * p.heads_q + h) * p.len_q + i] = -INFINITY;
+    if (p.want_lse) pl.p.lse[(b * p.heads_q + h) * p.len_q + i] = -INFINITY;
   }
 }
 
@@ -339,21 +337,20 @@ struct Wave {
   std::vector<Row> rows;
 };
 
-void run_problem(const Problem& p, const Buffers& buf, const Device& device,
-                 const RunOptions& options) {
+void run_problem(const LoweredProblem& lowered, const Device& device, const RunOptions& options) {
+  const Geometry g(lowered);
+  const sdpa_cts_params& p = g.p;
   if (p.batch == 0 || p.heads_q == 0 || p.len_q == 0) return;
-  const Geometry g(p);
   const IsaTarget target = isa_to_run(device);
   const vk::Table& t = vk::table(target);
   const std::int64_t ldo = round_up(std::max<std::int64_t>(p.head_dim_v, 1), 32);
   const Plan pl{p,
                 g,
-                buf,
                 t,
                 ldo,
                 ldo + 16,
                 round_up(std::max<std::int64_t>(p.head_dim_qk, 1), 16),
-                dtype_size(p.dtype)};
+                dtype_size(g.dtype)};
 
   // All row sets in (b, hk, rows) order, cut into waves whose partials fit the budget. The
   // cut only groups work; no item's result depends on the wave it is in.
@@ -441,8 +438,9 @@ void run_problem(const Problem& p, const Buffers& buf, const Device& device,
 class MemEfficientBackend final : public Backend {
  public:
   MemEfficientBackend() {
+    caps_ = Capabilities::every_forward_input();
     caps_.dtypes = {DType::f32, DType::f16, DType::bf16};
-    caps_.weights_output = false;
+    caps_.weights = false;
     caps_.deterministic = true;
     caps_.batch_invariant = true;
     caps_.traits.split_kv = true;
@@ -461,14 +459,14 @@ class MemEfficientBackend final : public Backend {
     c.key_block = kMinChunk;  // the shortest chunk: an upper bound on the rescales
     return c;
   }
-  Support supports(const Problem& p, const Device& device) const override {
+  Support supports(const LoweredProblem& p, const Device& device) const override {
     Support s;
     check_capabilities(caps_, p, device, s);
     return s;
   }
-  void run(const Problem& p, const Buffers& buf, const Device& device,
+  void run(const LoweredProblem& p, const Device& device,
            const RunOptions& options) const override {
-    run_problem(p, buf, device, options);
+    run_problem(p, device, options);
   }
 
  private:

@@ -9,37 +9,41 @@
 #include <vector>
 
 #include "core/philox.hpp"
-#include "core/problem.hpp"
 #include "kernels/backend.hpp"
 #include "kernels/cpu/overflow_guard.hpp"
 #include "kernels/cpu/vec_kernels.hpp"
+#include "kernels/lowered_problem.hpp"
 
 namespace sdpa::cpu {
 
-// Element offsets and lengths of one problem (computed once per run).
+// Element offsets and lengths of one lowered problem: a view of its params (the lowering
+// derived the group, the lengths, the packed offsets and the mask strides once).
 struct Geometry {
-  explicit Geometry(const Problem& problem);
+  explicit Geometry(const LoweredProblem& lowered)
+      : p(lowered.params()), dtype(lowered.dtype()), group(lowered.params().group) {}
 
-  const Problem& p;
-  std::int64_t group = 1;                 // Hq / Hkv
-  std::vector<std::int64_t> cuq, cuk;     // packed row offsets (B + 1 entries) when packed
-  std::array<std::int64_t, 4> mstride{};  // mask strides (b, h, i, j), 0 = broadcast
-  std::uint32_t drop_threshold = 0;       // Philox keep threshold (0 = no dropout)
+  const sdpa_cts_params& p;
+  DType dtype;         // element type of Q, K, V, O, an additive mask and the weights
+  std::int64_t group;  // Hq / Hkv
 
-  std::int64_t lq(std::int64_t b) const { return seqlen_q(p, b); }
-  std::int64_t skv(std::int64_t b) const { return seqlen_kv(p, b); }
-  // Offset of element (b, h, row, 0) of a Q/O-shaped (q_side) or K/V-shaped tensor.
-  std::int64_t q_row(const TensorLayout& t, std::int64_t b, std::int64_t h, std::int64_t i) const {
-    const std::int64_t r = p.packed ? cuq[static_cast<std::size_t>(b)] + i : i;
-    return (p.packed ? 0 : b * t.stride[0]) + h * t.stride[1] + r * t.stride[2];
+  std::int64_t lq(std::int64_t b) const { return p.seqlens_q[b]; }
+  std::int64_t skv(std::int64_t b) const { return p.seqlens_kv[b]; }
+  // Offset of element (b, h, row, 0) of a Q/O-shaped (q_row) or K/V-shaped (kv_row) tensor
+  // with these strides.
+  std::int64_t q_row(const std::int64_t* stride, std::int64_t b, std::int64_t h,
+                     std::int64_t i) const {
+    const std::int64_t r = p.packed ? p.cu_seqlens_q[b] + i : i;
+    return (p.packed ? 0 : b * stride[0]) + h * stride[1] + r * stride[2];
   }
-  std::int64_t kv_row(const TensorLayout& t, std::int64_t b, std::int64_t h, std::int64_t j) const {
-    const std::int64_t r = p.packed ? cuk[static_cast<std::size_t>(b)] + j : j;
-    return (p.packed ? 0 : b * t.stride[0]) + h * t.stride[1] + r * t.stride[2];
+  std::int64_t kv_row(const std::int64_t* stride, std::int64_t b, std::int64_t h,
+                      std::int64_t j) const {
+    const std::int64_t r = p.packed ? p.cu_seqlens_kv[b] + j : j;
+    return (p.packed ? 0 : b * stride[0]) + h * stride[1] + r * stride[2];
   }
   std::int64_t mask_row(std::int64_t b, std::int64_t h, std::int64_t i) const {
-    return b * mstride[0] + h * mstride[1] + i * mstride[2];
+    return b * p.mask_stride[0] + h * p.mask_stride[1] + i * p.mask_stride[2];
   }
+  std::int64_t mask_col_stride() const { return p.mask_stride[3]; }
 };
 
 // Keys [lo, hi) row i of a batch element with lengths (lb, sb) may attend under the
@@ -48,7 +52,7 @@ struct KeyRange {
   std::int64_t lo = 0, hi = 0;
   bool empty() const { return hi <= lo; }
 };
-KeyRange key_range(const Problem& p, std::int64_t i, std::int64_t lb, std::int64_t sb);
+KeyRange key_range(const sdpa_cts_params& p, std::int64_t i, std::int64_t lb, std::int64_t sb);
 
 // Byte pointer arithmetic on a typed buffer.
 inline const void* at(const void* base, std::int64_t index, std::size_t esz) {
@@ -110,10 +114,10 @@ struct F64RowOps {
 // and the stats give m and the pre-dropout sum. A NaN logit makes m NaN and s NaN at every
 // key whose logit was not -inf (SEMANTICS.md: NaN is never hidden). `tmp` holds n values.
 template <typename T, typename Ops>
-RowStats row_softmax_block(const Ops& ops, const Geometry& g, const void* mask, std::int64_t b,
-                           std::int64_t h, std::int64_t i, std::int64_t lo, std::int64_t hi, T* s,
-                           std::int64_t j0, std::int64_t n, T* tmp) {
-  const Problem& p = g.p;
+RowStats row_softmax_block(const Ops& ops, const Geometry& g, std::int64_t b, std::int64_t h,
+                           std::int64_t i, std::int64_t lo, std::int64_t hi, T* s, std::int64_t j0,
+                           std::int64_t n, T* tmp) {
+  const sdpa_cts_params& p = g.p;
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   const std::int64_t a = std::max(lo, j0), e = std::min(hi, j0 + n);
   RowStats st;
@@ -125,19 +129,20 @@ RowStats row_softmax_block(const Ops& ops, const Geometry& g, const void* mask, 
   for (std::int64_t j = e - j0; j < n; ++j) s[j] = 0;
   T* x = s + (a - j0);
   const std::int64_t cnt = e - a;
-  ops.mul(x, cnt, effective_scale(p));
+  ops.mul(x, cnt, p.scale);
   if (p.softcap > 0) {
     const T c = static_cast<T>(p.softcap);
     for (std::int64_t j = 0; j < cnt; ++j) x[j] = c * std::tanh(x[j] / c);
   }
-  if (p.mask != MaskKind::none) {
-    const std::int64_t off = g.mask_row(b, h, i) + a * g.mstride[3];
-    if (p.mask == MaskKind::boolean) {
-      const auto* m = static_cast<const std::uint8_t*>(mask) + off;
+  if (p.mask_kind != SDPA_CTS_MASK_NONE) {
+    const std::int64_t ms = g.mask_col_stride();
+    const std::int64_t off = g.mask_row(b, h, i) + a * ms;
+    if (p.mask_kind == SDPA_CTS_MASK_BOOL) {
+      const auto* m = static_cast<const std::uint8_t*>(p.mask) + off;
       for (std::int64_t j = 0; j < cnt; ++j)
-        if (m[j * g.mstride[3]] == 0) x[j] = kNegInf;
+        if (m[j * ms] == 0) x[j] = kNegInf;
     } else {
-      ops.load(p.dtype, at(mask, off, dtype_size(p.dtype)), g.mstride[3], cnt, tmp);
+      ops.load(g.dtype, at(p.mask, off, dtype_size(g.dtype)), ms, cnt, tmp);
       ops.add(x, tmp, cnt);
       // A -inf bias masks its key even when the logit is NaN (NaN + -inf is NaN): the
       // weight there stays exactly 0 in a NaN row, as at every masked key (SEMANTICS.md,
@@ -159,9 +164,9 @@ RowStats row_softmax_block(const Ops& ops, const Geometry& g, const void* mask, 
   }
   st.m = m;
   st.l = ops.exp_sum(x, cnt, m);
-  if (g.drop_threshold != 0) {
+  if (p.dropout_threshold != 0) {
     for (std::int64_t j = 0; j < cnt; ++j) {
-      if (!dropout_keep(p.dropout_seed, p.dropout_offset, g.drop_threshold, b, h, i, a + j,
+      if (!dropout_keep(p.dropout_seed, p.dropout_offset, p.dropout_threshold, b, h, i, a + j,
                         p.heads_q, p.len_q, p.len_kv)) {
         x[j] = 0;
       }

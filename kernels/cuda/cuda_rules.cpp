@@ -43,35 +43,33 @@ void check_launch_limits(const LaunchNeeds& needs, const Device& device, Support
   }
 }
 
-void check_last_dim_stride(const Problem& p, bool singleton_ok, Support& s) {
+void check_last_dim_stride(const LoweredProblem& lowered, bool singleton_ok, Support& s) {
+  const sdpa_cts_params& p = lowered.params();
   const std::int64_t dims[4] = {p.head_dim_qk, p.head_dim_qk, p.head_dim_v, p.head_dim_v};
   const char* names[4] = {"q", "k", "v", "o"};
-  const TensorLayout* layouts[4] = {&p.q, &p.k, &p.v, &p.o};
+  const std::int64_t* strides[4] = {p.q_stride, p.k_stride, p.v_stride, p.o_stride};
   for (int t = 0; t < 4; ++t) {
-    if (layouts[t]->stride[3] == 1) continue;
+    if (strides[t][3] == 1) continue;
     if (singleton_ok && dims[t] == 1) continue;
-    s.decline(std::string(names[t]) + " has head-dim stride " +
-              std::to_string(layouts[t]->stride[3]) + ", not 1");
+    s.decline(std::string(names[t]) + " has head-dim stride " + std::to_string(strides[t][3]) +
+              ", not 1");
   }
 }
 
-void check_mask_last_dim_stride(const Problem& p, Support& s) {
-  if (p.mask != MaskKind::none && (p.mask_broadcast & kBroadcastS)) {
+void check_mask_last_dim_stride(const LoweredProblem& lowered, Support& s) {
+  const sdpa_cts_params& p = lowered.params();
+  if (p.mask_kind != SDPA_CTS_MASK_NONE && (p.mask_broadcast & SDPA_CTS_BROADCAST_S)) {
     s.decline(
         "the mask is broadcast over keys (stride 0 in its last dimension); fused CUDA kernels "
         "need stride 1 there");
   }
 }
 
-void check_packed_nonempty(const Problem& p, Support& s) {
+void check_packed_nonempty(const LoweredProblem& lowered, Support& s) {
+  const sdpa_cts_params& p = lowered.params();
   if (!p.packed) return;
-  const auto n = static_cast<std::size_t>(p.batch);
-  if ((!p.seqlens_q.empty() && p.seqlens_q.size() != n) ||
-      (!p.seqlens_kv.empty() && p.seqlens_kv.size() != n)) {
-    return;  // an invalid problem; validate() reports it
-  }
   for (std::int64_t b = 0; b < p.batch; ++b) {
-    const std::int64_t lq = seqlen_q(p, b), lk = seqlen_kv(p, b);
+    const std::int64_t lq = p.seqlens_q[b], lk = p.seqlens_kv[b];
     if (lq == 0 || lk == 0) {
       s.decline("packed rows: batch element " + std::to_string(b) + " has an empty sequence (L_b=" +
                 std::to_string(lq) + ", S_b=" + std::to_string(lk) + ")");

@@ -6,6 +6,7 @@
 #include "kernels/backend.hpp"
 #include "kernels/cuda/cuda_backends.hpp"
 #include "kernels/cuda/plan.hpp"
+#include "kernels/lowered_problem.hpp"
 
 namespace sdpa::cuda::detail {
 
@@ -24,13 +25,13 @@ void check_launch_limits(const LaunchNeeds& needs, const Device& device, Support
 
 // Head-dimension stride 1 for q, k, v and o; with `singleton_ok` a head dim of 1 passes
 // whatever its stride (PyTorch's flash exception, issue #116333).
-void check_last_dim_stride(const Problem& p, bool singleton_ok, Support& s);
+void check_last_dim_stride(const LoweredProblem& p, bool singleton_ok, Support& s);
 
 // A mask broadcast over keys has stride 0 in its last dimension; CUDA fused kernels need 1.
-void check_mask_last_dim_stride(const Problem& p, Support& s);
+void check_mask_last_dim_stride(const LoweredProblem& p, Support& s);
 
 // Packed variable-length rows: no batch element may have an empty query or key sequence.
-void check_packed_nonempty(const Problem& p, Support& s);
+void check_packed_nonempty(const LoweredProblem& p, Support& s);
 
 // The throwing run() of a descriptor backend: a model without a kernel anywhere, or a
 // backend whose kernel is not in this build (CUDA off).

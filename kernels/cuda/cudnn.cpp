@@ -10,7 +10,7 @@ namespace sdpa::cuda {
 namespace {
 
 Capabilities cudnn_caps() {
-  Capabilities c;
+  Capabilities c = Capabilities::every_forward_input();
   c.device = DeviceKind::cuda;
   c.dtypes = {DType::f16, DType::bf16};
   c.max_head_dim = 256;           // 128, or 256 on sm90/sm10x with new cuDNN (refined)
@@ -26,8 +26,8 @@ Capabilities cudnn_caps() {
   c.gqa = true;                   // Hk != Hv allowed too
   c.padded_seqlens = false;       // PyTorch's SDPA has no per-batch lengths on dense inputs
   c.packed_seqlens = true;        // NestedTensor on sm90 / sm10x only (refined)
-  c.lse_output = true;
-  c.weights_output = false;
+  c.lse = true;
+  c.weights = false;
   c.last_dim_contiguous = true;
   c.empty_problems = false;
   c.deterministic = false;  // "cuDNN SDPA is not deterministic."
@@ -47,7 +47,8 @@ class Cudnn final : public detail::DescriptorBackend {
     return detail::fused_precision(dtype, 64);
   }
 
-  Support supports(const Problem& p, const Device& device) const override {
+  Support supports(const LoweredProblem& lowered, const Device& device) const override {
+    const sdpa_cts_params& p = lowered.params();
     Support s;
     if (!detail::check_cuda_device(capabilities(), device, s)) return s;
     const int v = device.cuda.cudnn_version;
@@ -65,7 +66,7 @@ class Cudnn final : public detail::DescriptorBackend {
     }
     Capabilities generic = capabilities();
     generic.max_head_dim = 0;  // the limit depends on arch and version, checked below
-    check_capabilities(generic, p, device, s);
+    check_capabilities(generic, lowered, device, s);
     detail::check_sm_range(name(), 80, 121, device, s);
     if (dropout && std::fmod(p.dropout_p * 16.0, 1.0) != 0.0) {
       s.decline("dropout p=" + format_p(p.dropout_p) + " is not a multiple of 1/16");
@@ -92,7 +93,7 @@ class Cudnn final : public detail::DescriptorBackend {
     if (p.len_q == 1 && dropout) s.decline("L=1 with dropout is not supported");
     if (p.batch > 65535) s.decline("batch " + std::to_string(p.batch) + " exceeds 65535");
     if (p.heads_q > 65535) s.decline("hq " + std::to_string(p.heads_q) + " exceeds 65535");
-    detail::check_mask_last_dim_stride(p, s);
+    detail::check_mask_last_dim_stride(lowered, s);
     if (p.packed) {
       if (!device.cuda.cudnn_nested) {
         s.decline(
@@ -107,7 +108,7 @@ class Cudnn final : public detail::DescriptorBackend {
         s.decline("packed variable-length rows need a maximum query length above 128 (L=" +
                   std::to_string(p.len_q) + ")");
       }
-      detail::check_packed_nonempty(p, s);
+      detail::check_packed_nonempty(lowered, s);
     }
     return s;
   }
@@ -121,7 +122,7 @@ class Cudnn final : public detail::DescriptorBackend {
 
   // d_qk and d_v <= 128; 256 on sm90 (minor 0 only) / sm10x with cuDNN > 9.22 (not sm107
   // with cuDNN <= 9.25); (192, 128) on the same devices with cuDNN >= 9.11.
-  static void check_head_dims(const Problem& p, int sm, int v, Support& s) {
+  static void check_head_dims(const sdpa_cts_params& p, int sm, int v, Support& s) {
     const bool hopper_blackwell = sm == 90 || sm / 10 == 10;
     int limit = 128;
     if (hopper_blackwell && v > 92200 && !(sm == 107 && v <= 92500)) limit = 256;

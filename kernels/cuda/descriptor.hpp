@@ -15,7 +15,7 @@ class DescriptorBackend : public Backend {
       : name_(std::move(name)), caps_(std::move(caps)) {}
   std::string_view name() const override { return name_; }
   const Capabilities& capabilities() const override { return caps_; }
-  void run(const Problem&, const Buffers&, const Device&, const RunOptions&) const override {
+  void run(const LoweredProblem&, const Device&, const RunOptions&) const override {
     no_kernels(name_, caps_.traits.model_only);
   }
   MemorySpace run_memory_space(const Device& device) const override {

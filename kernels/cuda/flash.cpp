@@ -11,7 +11,7 @@ namespace sdpa::cuda {
 namespace {
 
 Capabilities flash_caps() {
-  Capabilities c;
+  Capabilities c = Capabilities::every_forward_input();
   c.device = DeviceKind::cuda;
   c.dtypes = {DType::f16, DType::bf16};
   c.max_head_dim = 256;       // q, k, v last dims <= 256 (padded to a multiple of 8)
@@ -29,8 +29,8 @@ Capabilities flash_caps() {
   c.gqa = true;      // Hk == Hv always holds here
   c.padded_seqlens = true;
   c.packed_seqlens = true;  // jagged NestedTensor / cu_seqlens
-  c.lse_output = true;
-  c.weights_output = false;
+  c.lse = true;
+  c.weights = false;
   c.last_dim_contiguous = true;  // except a head dim of 1 (refined in supports())
   c.empty_problems = false;      // zero seq_len (and other zero sizes) go elsewhere
   c.deterministic = true;        // the forward pass (fixed split counts)
@@ -50,18 +50,20 @@ class Flash final : public detail::DescriptorBackend {
     return detail::fused_precision(dtype, 64);
   }
 
-  Support supports(const Problem& p, const Device& device) const override {
+  Support supports(const LoweredProblem& lowered, const Device& device) const override {
+    const sdpa_cts_params& p = lowered.params();
     Support s;
     if (!detail::check_cuda_device(capabilities(), device, s)) return s;
     detail::check_sm_range(name(), 80, 121, device, s);
     Capabilities generic = capabilities();
     generic.last_dim_contiguous = false;  // checked below with the singleton exception
-    check_capabilities(generic, p, device, s);
+    check_capabilities(generic, lowered, device, s);
     check_causal_alignment(p, s);
-    detail::check_last_dim_stride(p, /*singleton_ok=*/true, s);
-    if (p.dtype == DType::f16 || p.dtype == DType::bf16) {
+    detail::check_last_dim_stride(lowered, /*singleton_ok=*/true, s);
+    const DType dtype = lowered.dtype();
+    if (dtype == DType::f16 || dtype == DType::bf16) {
       detail::check_launch_limits(
-          detail::flash::launch_needs(dtype_size(p.dtype), std::max(p.head_dim_qk, p.head_dim_v),
+          detail::flash::launch_needs(dtype_size(dtype), std::max(p.head_dim_qk, p.head_dim_v),
                                       device.cuda.smem_per_block),
           device, s);
     }
@@ -70,16 +72,14 @@ class Flash final : public detail::DescriptorBackend {
         s.decline("packed rows need a head dim that is a multiple of 8 (dqk=" +
                   std::to_string(p.head_dim_qk) + "): packed inputs are not padded");
       }
-      detail::check_packed_nonempty(p, s);
+      detail::check_packed_nonempty(lowered, s);
     }
     return s;
   }
 
   // On a GPU: the CUDA kernel; on an emulated GPU (device option emulate=1): the same kernel
   // body on the host emulator, with host buffers (conformance/judge/memory_space.hpp).
-  void run(const Problem& p, const Buffers& buf, const Device& device,
-           const RunOptions&) const override {
-    const LoweredProblem lowered(p, buf);
+  void run(const LoweredProblem& lowered, const Device& device, const RunOptions&) const override {
     if (device.cuda.emulated) {
       emu::EmuRuntime rt(device.cuda.smem_per_block, device.cuda.mma);
       return detail::flash::run_lowered(lowered.params(), detail::launch_device(device), rt);
@@ -94,22 +94,17 @@ class Flash final : public detail::DescriptorBackend {
  private:
   // FlashAttention-2 aligns causal masks bottom-right; a top-left mask only means the same
   // when every query length equals its key length.
-  static void check_causal_alignment(const Problem& p, Support& s) {
-    if (p.causal != Causal::top_left) return;
+  static void check_causal_alignment(const sdpa_cts_params& p, Support& s) {
+    if (p.causal != SDPA_CTS_CAUSAL_TOP_LEFT) return;
     if (p.len_q != p.len_kv) {
       s.decline("causal top-left with L=" + std::to_string(p.len_q) + " != S=" +
                 std::to_string(p.len_kv) + ": FlashAttention-2 aligns causal masks bottom-right");
       return;
     }
-    const auto n = static_cast<std::size_t>(p.batch);
-    if ((!p.seqlens_q.empty() && p.seqlens_q.size() != n) ||
-        (!p.seqlens_kv.empty() && p.seqlens_kv.size() != n)) {
-      return;  // invalid problem; validate() reports it
-    }
     for (std::int64_t b = 0; b < p.batch; ++b) {
-      if (seqlen_q(p, b) != seqlen_kv(p, b)) {
-        s.decline("causal top-left with L_b=" + std::to_string(seqlen_q(p, b)) +
-                  " != S_b=" + std::to_string(seqlen_kv(p, b)) + " (batch element " +
+      if (p.seqlens_q[b] != p.seqlens_kv[b]) {
+        s.decline("causal top-left with L_b=" + std::to_string(p.seqlens_q[b]) +
+                  " != S_b=" + std::to_string(p.seqlens_kv[b]) + " (batch element " +
                   std::to_string(b) + "): FlashAttention-2 aligns causal masks bottom-right");
         return;
       }

@@ -15,10 +15,10 @@ namespace sdpa::cuda {
 namespace {
 
 Capabilities math_caps() {
-  Capabilities c;
+  Capabilities c = Capabilities::every_forward_input();
   c.device = DeviceKind::cuda;
   c.dtypes = {DType::f64, DType::f32, DType::f16, DType::bf16};
-  c.weights_output = true;  // it materialises P
+  c.weights = true;  // it materialises P
   c.deterministic = true;
   c.batch_invariant = false;  // GEMM algorithms may change with the batch size
   c.memory = MemorySpace::cuda_device;
@@ -38,7 +38,7 @@ class Math final : public detail::DescriptorBackend {
     return c;
   }
 
-  Support supports(const Problem& p, const Device& device) const override {
+  Support supports(const LoweredProblem& p, const Device& device) const override {
     Support s;
     if (!detail::check_cuda_device(capabilities(), device, s)) return s;
     if (device.cuda.emulated) {
@@ -50,8 +50,8 @@ class Math final : public detail::DescriptorBackend {
   }
 
 #ifdef SDPA_CTS_HAVE_CUDA
-  void run(const Problem& p, const Buffers& buf, const Device&, const RunOptions&) const override {
-    detail::run_math(LoweredProblem(p, buf).params());
+  void run(const LoweredProblem& p, const Device&, const RunOptions&) const override {
+    detail::run_math(p.params());
   }
 #endif
 };

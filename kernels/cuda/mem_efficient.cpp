@@ -11,7 +11,7 @@ namespace sdpa::cuda {
 namespace {
 
 Capabilities mem_efficient_caps() {
-  Capabilities c;
+  Capabilities c = Capabilities::every_forward_input();
   c.device = DeviceKind::cuda;
   c.dtypes = {DType::f16, DType::bf16, DType::f32};  // bf16 from sm80 (refined in supports())
   c.max_head_dim = 0;                                // no limit in the picker
@@ -27,8 +27,8 @@ Capabilities mem_efficient_caps() {
   c.gqa = true;                  // newest PyTorch allows GQA here on CUDA (older: declined)
   c.padded_seqlens = false;      // PyTorch's SDPA has no per-batch lengths on dense inputs
   c.packed_seqlens = true;       // NestedTensor inputs
-  c.lse_output = true;
-  c.weights_output = false;
+  c.lse = true;
+  c.weights = false;
   c.last_dim_contiguous = true;  // no singleton exception (issue #127523)
   c.empty_problems = false;
   c.deterministic = true;  // the forward pass
@@ -63,32 +63,35 @@ class MemEfficient final : public detail::DescriptorBackend {
     return c;
   }
 
-  Support supports(const Problem& p, const Device& device) const override {
+  Support supports(const LoweredProblem& lowered, const Device& device) const override {
+    const sdpa_cts_params& p = lowered.params();
+    const DType dtype = lowered.dtype();
     Support s;
     if (!detail::check_cuda_device(capabilities(), device, s)) return s;
     const int sm = device.cuda.sm;
     detail::check_sm_range(name(), 50, 121, device, s);
-    check_capabilities(capabilities(), p, device, s);
-    if (p.dtype == DType::bf16 && sm < 80) {
+    check_capabilities(capabilities(), lowered, device, s);
+    if (dtype == DType::bf16 && sm < 80) {
       s.decline("dtype bf16 needs sm80 or newer, device is " + sm_name(sm) +
                 " (supported there: f16, f32)");
     }
     detail::check_launch_limits(detail::mem_efficient::launch_needs(), device, s);
-    const std::size_t esize = dtype_size(p.dtype);
-    const int align = gemm_alignment(sm, p.dtype);
+    const std::size_t esize = dtype_size(dtype);
+    const int align = gemm_alignment(sm, dtype);
     if (align > 1 && (p.head_dim_qk % align != 0 || p.head_dim_v % align != 0)) {
       s.decline("head dims must be multiples of " + std::to_string(align) + " for " +
-                std::string(dtype_name(p.dtype)) + " on " + sm_name(sm) + " (dqk=" +
+                std::string(dtype_name(dtype)) + " on " + sm_name(sm) + " (dqk=" +
                 std::to_string(p.head_dim_qk) + ", dv=" + std::to_string(p.head_dim_v) + ")");
     }
     if (sm >= 80) {
       // Base pointers must be 16-byte aligned (alignment * element size).
       const std::int64_t bytes = static_cast<std::int64_t>(align * esize);
-      for (auto [n, t] : {std::pair{"q", &p.q}, std::pair{"k", &p.k}, std::pair{"v", &p.v},
-                          std::pair{"o", &p.o}}) {
-        if (t->base_offset % align != 0) {
-          s.decline(std::string(n) + " starts " + std::to_string(t->base_offset) + " elements (" +
-                    std::to_string(t->base_offset * esize) +
+      const char* names[4] = {"q", "k", "v", "o"};
+      for (int t = 0; t < 4; ++t) {
+        const std::int64_t offset = lowered.base_offsets()[static_cast<std::size_t>(t)];
+        if (offset % align != 0) {
+          s.decline(std::string(names[t]) + " starts " + std::to_string(offset) + " elements (" +
+                    std::to_string(offset * static_cast<std::int64_t>(esize)) +
                     " bytes) into its allocation, not a multiple of " + std::to_string(bytes) +
                     " bytes");
         }
@@ -99,16 +102,14 @@ class MemEfficient final : public detail::DescriptorBackend {
       s.raise_later("dropout with batch " + std::to_string(p.batch) +
                     " > 65535: the kernel cannot produce valid seed and offset outputs");
     }
-    detail::check_mask_last_dim_stride(p, s);
-    detail::check_packed_nonempty(p, s);
+    detail::check_mask_last_dim_stride(lowered, s);
+    detail::check_packed_nonempty(lowered, s);
     return s;
   }
 
   // On a GPU: the CUDA kernel; on an emulated GPU (device option emulate=1): the same kernel
   // body on the host emulator, with host buffers (conformance/judge/memory_space.hpp).
-  void run(const Problem& p, const Buffers& buf, const Device& device,
-           const RunOptions&) const override {
-    const LoweredProblem lowered(p, buf);
+  void run(const LoweredProblem& lowered, const Device& device, const RunOptions&) const override {
     if (device.cuda.emulated) {
       emu::EmuRuntime rt(device.cuda.smem_per_block, device.cuda.mma);
       return detail::mem_efficient::run_lowered(lowered.params(), rt);

@@ -93,9 +93,9 @@ class PluginBackend final : public Backend {
     return out;
   }
 
-  Support supports(const Problem& p, const Device& device) const override {
+  Support supports(const LoweredProblem& lowered, const Device& device) const override {
     Support s;
-    check_capabilities(caps_, p, device, s);
+    check_capabilities(caps_, lowered, device, s);
     if (caps_.memory == MemorySpace::cuda_device && device.kind == DeviceKind::cuda &&
         device.cuda.emulated) {
       // ABI 2 passes only pointers into the space the capabilities declare; an emulated GPU
@@ -103,20 +103,19 @@ class PluginBackend final : public Backend {
       s.decline("its run() takes CUDA device memory, and " + device.name +
                 " is emulated on the host: a plugin needs a real GPU");
     }
-    const LoweredProblem lowered(p);  // every tensor pointer NULL
     const sdpa_cts_device cd = c_device(device);
     DeclineContext context{&s, s.reasons.size()};
     b_.supports(b_.state, &lowered.params(), &cd, &PluginBackend::decline, &context);
     return s;
   }
 
-  void run(const Problem& p, const Buffers& buf, const Device& device,
+  void run(const LoweredProblem& lowered, const Device& device,
            const RunOptions& options) const override {
-    if (buf.memory != caps_.memory) {
-      throw std::runtime_error(name_ + ": the buffers are in " + memory_space_name(buf.memory) +
+    if (lowered.memory() != caps_.memory) {
+      throw std::runtime_error(name_ + ": the buffers are in " +
+                               memory_space_name(lowered.memory()) +
                                " memory, the plugin declares " + memory_space_name(caps_.memory));
     }
-    const LoweredProblem lowered(p, buf);
     const sdpa_cts_device cd = c_device(device);
     std::vector<char> error(1024, '\0');
     if (b_.run(b_.state, &lowered.params(), &cd, options.threads, error.data(), error.size()) !=
@@ -126,10 +125,9 @@ class PluginBackend final : public Backend {
     }
   }
 
-  void run_backward(const Problem& p, const Buffers& forward, const GradientPointers& grads,
-                    const Device& device, const RunOptions& options) const override {
+  void run_backward(const LoweredProblem& lowered, const Device& device,
+                    const RunOptions& options) const override {
     if (!caps_.backward) throw std::logic_error(name_ + " has no backward pass");
-    const LoweredProblem lowered(p, forward, grads);
     const sdpa_cts_device cd = c_device(device);
     std::vector<char> error(1024, '\0');
     if (b_.run_backward(b_.state, &lowered.params(), &cd, options.threads, error.data(),
@@ -180,25 +178,8 @@ Capabilities capabilities_from(const sdpa_cts_capabilities& c) {
   caps.max_head_dim = c.max_head_dim;
   caps.head_dim_multiple = c.head_dim_multiple;
   const auto on = [&](uint32_t bit) { return (c.flags & bit) != 0; };
-  caps.different_v_dim = on(SDPA_CTS_CAP_DIFFERENT_V_DIM);
-  caps.bool_mask = on(SDPA_CTS_CAP_BOOL_MASK);
-  caps.additive_mask = on(SDPA_CTS_CAP_ADDITIVE_MASK);
-  caps.causal_top_left = on(SDPA_CTS_CAP_CAUSAL_TOP_LEFT);
-  caps.causal_bottom_right = on(SDPA_CTS_CAP_CAUSAL_BOTTOM_RIGHT);
-  caps.window = on(SDPA_CTS_CAP_WINDOW);
-  caps.softcap = on(SDPA_CTS_CAP_SOFTCAP);
-  caps.dropout = on(SDPA_CTS_CAP_DROPOUT);
-  caps.gqa = on(SDPA_CTS_CAP_GQA);
-  caps.padded_seqlens = on(SDPA_CTS_CAP_PADDED_SEQLENS);
-  caps.packed_seqlens = on(SDPA_CTS_CAP_PACKED_SEQLENS);
-  caps.lse_output = on(SDPA_CTS_CAP_LSE);
-  caps.backward_needs_lse = on(SDPA_CTS_CAP_BACKWARD_NEEDS_LSE);
-  caps.bias_gradient = on(SDPA_CTS_CAP_BIAS_GRADIENT);
-  caps.weights_output = on(SDPA_CTS_CAP_WEIGHTS);
-  caps.last_dim_contiguous = on(SDPA_CTS_CAP_LAST_DIM_CONTIGUOUS);
-  caps.empty_problems = on(SDPA_CTS_CAP_EMPTY_PROBLEMS);
-  caps.deterministic = on(SDPA_CTS_CAP_DETERMINISTIC);
-  caps.batch_invariant = on(SDPA_CTS_CAP_BATCH_INVARIANT);
+  // The boolean features from their ABI bits, by the feature table (kernels/features.def).
+  for (const FeatureInfo& f : feature_table()) *caps.feature(f.name) = on(f.abi_bit);
   caps.memory =
       c.memory == SDPA_CTS_MEMORY_CUDA_DEVICE ? MemorySpace::cuda_device : MemorySpace::host;
   caps.traits.split_kv = (c.traits & SDPA_CTS_TRAIT_SPLIT_KV) != 0;

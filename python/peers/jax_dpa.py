@@ -23,8 +23,8 @@ import sdpa_cts
 
 CONTRACT = sdpa_cts.Contract(accumulate="f32", p_type="input", ds_type="input",
                              dtypes=("f32", "f16", "bf16"),
-                             window=False, softcap=False, dropout=False, packed_seqlens=False,
-                             causal_bottom_right=False, different_v_dim=False)
+                             bool_mask=True, additive_mask=True, causal_top_left=True,
+                             gqa=True, padded_seqlens=True, empty_problems=True)
 
 
 def jax_dpa(case):

@@ -36,16 +36,19 @@ import sdpa_cts
 # plugin declares the same).
 FLASH_KEY_BLOCK = 512
 
-COMMON = dict(window=False, softcap=False, dropout=False, padded_seqlens=False,
-              packed_seqlens=False, dtypes=("f64", "f32", "f16", "bf16"))
+# What every path takes (each feature is declared; what is left out is not taken): masks,
+# both causal alignments, GQA; no windows, softcap, dropout or per-batch lengths.
+COMMON = dict(bool_mask=True, additive_mask=True, causal_top_left=True, causal_bottom_right=True,
+              gqa=True, dtypes=("f64", "f32", "f16", "bf16"))
 FLASH_ROUNDING = dict(accumulate="f32", p_type="input", ds_type="input", online_softmax=True,
                       key_block=FLASH_KEY_BLOCK)
 CONTRACTS = {
-    "torch_sdpa": sdpa_cts.Contract(**FLASH_ROUNDING, **COMMON),
-    "torch_sdpa_flash": sdpa_cts.Contract(**FLASH_ROUNDING, different_v_dim=False,
-                                          last_dim_contiguous=True, lse=True,
-                                          empty_problems=False, **COMMON),
-    "torch_sdpa_math": sdpa_cts.Contract(accumulate="f32", **COMMON),
+    "torch_sdpa": sdpa_cts.Contract(**FLASH_ROUNDING, different_v_dim=True, empty_problems=True,
+                                    **COMMON),
+    "torch_sdpa_flash": sdpa_cts.Contract(**FLASH_ROUNDING, last_dim_contiguous=True, lse=True,
+                                          **COMMON),
+    "torch_sdpa_math": sdpa_cts.Contract(accumulate="f32", different_v_dim=True,
+                                         empty_problems=True, **COMMON),
 }
 FORCED = {"torch_sdpa": None, "torch_sdpa_flash": SDPBackend.FLASH_ATTENTION,
           "torch_sdpa_math": SDPBackend.MATH}

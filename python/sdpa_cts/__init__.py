@@ -12,7 +12,7 @@ the reports (JSONL, JUnit XML, Markdown, HTML). docs/PYTHON.md has the guide.
         return torch.nn.functional.scaled_dot_product_attention(
             x["q"], x["k"], x["v"], is_causal=p["causal"] == "tl", scale=p["scale"])
 
-    contract = sdpa_cts.Contract(p_type="input", window=False, ...)
+    contract = sdpa_cts.Contract(p_type="input", causal_top_left=True, gqa=True, ...)
     summary = sdpa_cts.check(sdpa, tier="ci", contract=contract, report="report-dir")
     assert summary.passed, summary
 """

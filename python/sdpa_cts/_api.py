@@ -56,9 +56,15 @@ class Contract:
     mma_block, mma_extra_bits: sums on tensor cores (block FMAs of ``mma_block`` products
         keeping ``mma_extra_bits`` alignment bits, truncated: 8 and 1 on A100, 16 and 2 on
         H100); 0 = sums rounded to nearest (docs/CONFORMANCE.md, "Tensor-core accumulation").
-    dtypes: the input types it accepts. lse, weights: whether it returns the LSE / the
-        attention weights. The other flags say which features it accepts (last_dim_contiguous:
-    it needs stride 1 along the head dimension).
+    dtypes: the input types it accepts.
+    The boolean features are the suite's feature table (kernels/features.def, docs/KERNELS.md
+    "The feature table"), by the same names, every one False unless declared, as for a C++
+    backend or a plugin: a function declares what it takes (bool_mask, ..., empty_problems),
+    what it returns (lse, weights), what it needs (last_dim_contiguous: stride 1 along the head
+    dimension; backward_needs_lse: its gradient reads the forward's LSE) and what it claims
+    (deterministic, batch_invariant: both verified by the judge). ``backward`` is not a field:
+    a function has one when check() gets a ``grad``; d bias (``bias_gradient``) is not
+    returned through this adapter.
     """
 
     accumulate: str = "f32"
@@ -69,22 +75,24 @@ class Contract:
     mma_block: int = 0
     mma_extra_bits: int = 0
     dtypes: Sequence[str] = ("f32", "f16", "bf16")
+    different_v_dim: bool = False
+    bool_mask: bool = False
+    additive_mask: bool = False
+    causal_top_left: bool = False
+    causal_bottom_right: bool = False
+    window: bool = False
+    softcap: bool = False
+    dropout: bool = False
+    gqa: bool = False
+    padded_seqlens: bool = False
+    packed_seqlens: bool = False
     lse: bool = False
     weights: bool = False
-    bool_mask: bool = True
-    additive_mask: bool = True
-    causal_top_left: bool = True
-    causal_bottom_right: bool = True
-    window: bool = True
-    softcap: bool = True
-    dropout: bool = True
-    gqa: bool = True
-    padded_seqlens: bool = True
-    packed_seqlens: bool = True
-    different_v_dim: bool = True
-    empty_problems: bool = True
-    deterministic: bool = False
+    empty_problems: bool = False
     last_dim_contiguous: bool = False
+    backward_needs_lse: bool = False
+    deterministic: bool = False
+    batch_invariant: bool = False
 
     def _native(self):
         flags = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)

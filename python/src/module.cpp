@@ -57,7 +57,7 @@ const InputBuffers& own_inputs(PyCase& c) {
 // The case's inputs: the run's buffers while it is being judged, else its own.
 nb::dict case_inputs(nb::handle self) {
   PyCase& c = nb::cast<PyCase&>(self);
-  const Problem& p = c.c.problem;
+  const Problem& p = problem_of(c);
   InputPointers in;
   const void* d_out = nullptr;
   if (c.live) {
@@ -90,7 +90,7 @@ const char* causal_name(Causal c) {
 
 // The case's parameters, as a framework call needs them.
 nb::dict case_params(const PyCase& c) {
-  const Problem& p = c.c.problem;
+  const Problem& p = problem_of(c);
   nb::dict d;
   d["batch"] = p.batch;
   d["heads_q"] = p.heads_q;
@@ -205,46 +205,18 @@ PyContract make_contract(const std::string& accumulate, const std::string& p_typ
   c.precision.mma_extra_bits = mma_extra_bits;
   c.caps.dtypes.clear();
   for (const auto& t : dtypes) c.caps.dtypes.push_back(dtype_or_throw(t));
-  c.caps.lse_output = false;
-  c.caps.weights_output = false;
+  // Every boolean feature by the feature table's names (kernels/features.def); each one the
+  // Contract leaves out is false, the one default.
   for (auto [key, value] : flags) {
     const std::string k = nb::cast<std::string>(nb::str(key));
-    const bool v = nb::cast<bool>(value);
-    Capabilities& x = c.caps;
-    if (k == "lse")
-      x.lse_output = v;
-    else if (k == "weights")
-      x.weights_output = v;
-    else if (k == "bool_mask")
-      x.bool_mask = v;
-    else if (k == "additive_mask")
-      x.additive_mask = v;
-    else if (k == "causal_top_left")
-      x.causal_top_left = v;
-    else if (k == "causal_bottom_right")
-      x.causal_bottom_right = v;
-    else if (k == "window")
-      x.window = v;
-    else if (k == "softcap")
-      x.softcap = v;
-    else if (k == "dropout")
-      x.dropout = v;
-    else if (k == "gqa")
-      x.gqa = v;
-    else if (k == "padded_seqlens")
-      x.padded_seqlens = v;
-    else if (k == "packed_seqlens")
-      x.packed_seqlens = v;
-    else if (k == "different_v_dim")
-      x.different_v_dim = v;
-    else if (k == "empty_problems")
-      x.empty_problems = v;
-    else if (k == "deterministic")
-      x.deterministic = v;
-    else if (k == "last_dim_contiguous")
-      x.last_dim_contiguous = v;
-    else
-      throw std::invalid_argument("Contract: unknown capability '" + k + "'");
+    bool* feature = c.caps.feature(k);
+    if (!feature) throw std::invalid_argument("Contract: unknown capability '" + k + "'");
+    if (k == "backward" || k == "bias_gradient") {
+      throw std::invalid_argument("Contract: '" + k +
+                                  "' is not declared: a function has a backward when check() "
+                                  "gets grad=, and this adapter returns no d bias");
+    }
+    *feature = nb::cast<bool>(value);
   }
   return c;
 }
@@ -413,6 +385,18 @@ NB_MODULE(_core, m) {
   m.def("_certify", &certify_cases, "fn"_a, "grad_fn"_a.none(), "name"_a, "contract"_a, "profile"_a,
         "seed"_a.none(), "out"_a, "threads"_a, "progress"_a.none());
   m.def("_bundle_problems", &bundle_problems, "dir"_a);
+  // The feature table (kernels/features.def): [(name, kind)], in its order; the Contract's
+  // fields are checked against it (python/tests/test_api.py).
+  m.def("_features", [] {
+    nb::list out;
+    for (const FeatureInfo& f : feature_table()) {
+      const char* kind = f.kind == FeatureKind::accepts     ? "accepts"
+                         : f.kind == FeatureKind::restricts ? "restricts"
+                                                            : "property";
+      out.append(nb::make_tuple(f.name, kind));
+    }
+    return out;
+  });
   m.def("_run_cases", &run_cases, "fn"_a, "grad_fn"_a.none(), "name"_a, "contract"_a, "cases"_a,
         "threads"_a, "tier"_a, "seed"_a, "report_dir"_a, "expect_file"_a, "progress"_a.none());
 }

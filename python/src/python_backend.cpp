@@ -22,7 +22,7 @@ PrecisionContract PythonBackend::precision(DType dtype) const {
   return c;
 }
 
-Support PythonBackend::supports(const Problem& p, const Device& device) const {
+Support PythonBackend::supports(const LoweredProblem& p, const Device& device) const {
   Support s;
   check_capabilities(contract_.caps, p, device, s);
   return s;
@@ -36,15 +36,17 @@ struct Binding {
   ~Binding() {
     c->live = nullptr;
     c->live_d_out = nullptr;
+    c->live_problem = nullptr;
   }
 };
 
 // Calls f(py_case) with the case bound to a run's buffers (and dO) for the call; a Python
 // exception becomes a std::runtime_error beginning with `what`. The GIL must be held.
-nb::object call_bound(const nb::object& f, const nb::object& py_case, const Buffers& buffers,
-                      const void* d_out, const char* what) {
+nb::object call_bound(const nb::object& f, const nb::object& py_case, const Problem& problem,
+                      const Buffers& buffers, const void* d_out, const char* what) {
   PyCase* pc = nb::inst_ptr<PyCase>(py_case);
   pc->live = &buffers;
+  pc->live_problem = &problem;
   pc->live_d_out = d_out;
   Binding unbind{pc};
   try {
@@ -56,10 +58,13 @@ nb::object call_bound(const nb::object& f, const nb::object& py_case, const Buff
 
 }  // namespace
 
-void PythonBackend::run(const Problem& p, const Buffers& buffers, const Device&,
-                        const RunOptions&) const {
+// An adapter of the harness: the Python function answers for the case, so its outputs are
+// copied in the case's own problem's layouts.
+void PythonBackend::run(const LoweredProblem& lowered, const Device&, const RunOptions&) const {
+  const Problem& p = lowered.source();
+  const Buffers buffers = lowered.buffers();
   nb::gil_scoped_acquire gil;
-  nb::object out = call_bound(fn_, case_, buffers, nullptr, "the function");
+  nb::object out = call_bound(fn_, case_, p, buffers, nullptr, "the function");
   nb::object o, lse, weights;
   if (nb::isinstance<nb::dict>(out)) {
     nb::dict d = nb::borrow<nb::dict>(out);
@@ -109,11 +114,13 @@ void PythonBackend::run(const Problem& p, const Buffers& buffers, const Device&,
   }
 }
 
-void PythonBackend::run_backward(const Problem& p, const Buffers& forward,
-                                 const GradientPointers& grads, const Device&,
+void PythonBackend::run_backward(const LoweredProblem& lowered, const Device&,
                                  const RunOptions&) const {
+  const Problem& p = lowered.source();
+  const Buffers forward = lowered.buffers();
+  const GradientPointers grads = lowered.gradients();
   nb::gil_scoped_acquire gil;
-  nb::object out = call_bound(grad_fn_, case_, forward, grads.d_out, "the gradient");
+  nb::object out = call_bound(grad_fn_, case_, p, forward, grads.d_out, "the gradient");
   if (!nb::isinstance<nb::dict>(out))
     throw std::runtime_error("the gradient function returned no dict of dq, dk, dv");
   nb::dict d = nb::borrow<nb::dict>(out);

@@ -37,8 +37,8 @@ def numpy_sdpa(case, scale_factor=1.0):
 
 
 # The contract of numpy_sdpa: no masks, windows, softcap, dropout or lengths.
-PLAIN = sdpa_cts.Contract(bool_mask=False, additive_mask=False, window=False, softcap=False,
-                          dropout=False, padded_seqlens=False, packed_seqlens=False)
+PLAIN = sdpa_cts.Contract(different_v_dim=True, causal_top_left=True, causal_bottom_right=True,
+                          gqa=True, empty_problems=True)
 
 PLAIN_IDS = [
     "b2.hq4.hkv2.l33.s47.dqk40.dv24.f32.seed1.gen=normal",

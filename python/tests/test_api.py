@@ -1,5 +1,6 @@
 """The Python API: cases, inputs, the reference, judge and check (docs/PYTHON.md)."""
 
+import dataclasses
 import json
 import os
 
@@ -128,7 +129,7 @@ def test_known_failures_are_xfail_and_a_listed_pass_is_reported(tmp_path, capsys
 
 
 def test_declined_cases_are_not_supported_and_raising_is_a_failure():
-    s = sdpa_cts.check(numpy_sdpa, ids=PLAIN_IDS, contract=sdpa_cts.Contract(dtypes=("f32",)),
+    s = sdpa_cts.check(numpy_sdpa, ids=PLAIN_IDS, contract=dataclasses.replace(PLAIN, dtypes=("f32",)),
                        progress=False)
     assert s.counts == {"PASS": 2, "NOT_SUPPORTED": 2}, s
 
@@ -213,3 +214,17 @@ def test_tensor_core_accumulation_widens_the_bound_of_long_sums():
     assert sdpa_cts.judge(c, o, tc).status == "PASS"
     with pytest.raises(ValueError, match="mma_block 100"):
         sdpa_cts.Contract(mma_block=100, mma_extra_bits=1)._native()
+
+
+def test_the_contract_is_the_feature_table():
+    # One name and one default per feature (kernels/features.def): the Contract's boolean
+    # fields are the table's features, in its order, each False unless declared; `backward`
+    # comes from grad= and d bias is not returned through this adapter.
+    table = [name for name, _ in sdpa_cts._api._core._features()]
+    derived = {"backward", "bias_gradient"}
+    flags = [f for f in dataclasses.fields(sdpa_cts.Contract) if f.type in (bool, "bool")]
+    assert [f.name for f in flags] == [n for n in table if n not in derived]
+    assert all(f.default is False for f in flags)
+    sdpa_cts.Contract()._native()  # every field is a feature the native side knows
+    with pytest.raises(ValueError, match="'backward' is not declared"):
+        sdpa_cts._api._core._contract("f32", "", "", False, 0, 0, 0, ["f32"], {"backward": True})

@@ -8,8 +8,8 @@ PLAIN_TEST = '''
 import sdpa_cts
 from sdpa_cts.testing import assert_conforms
 
-PLAIN = sdpa_cts.Contract(bool_mask=False, additive_mask=False, window=False, softcap=False,
-                          dropout=False, padded_seqlens=False, packed_seqlens=False)
+PLAIN = sdpa_cts.Contract(different_v_dim=True, causal_top_left=True, causal_bottom_right=True,
+                          gqa=True, empty_problems=True)
 
 {impl}
 

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "kernels/backend.hpp"
+#include "kernels/lowered_problem.hpp"
 #include "reference/sdpa_reference.hpp"
 
 namespace sdpa::testing {
@@ -34,9 +35,9 @@ enum class Fault {
 class FakeBackend : public Backend {
  public:
   FakeBackend(std::string name, Fault fault, MemorySpace memory = MemorySpace::host)
-      : name_(std::move(name)), fault_(fault) {
+      : name_(std::move(name)), fault_(fault), caps_(Capabilities::every_forward_input()) {
     caps_.dtypes = {DType::f64, DType::f32, DType::f16, DType::bf16};
-    caps_.weights_output = false;
+    caps_.weights = false;
     caps_.memory = memory;
   }
   // Declares the forward properties the judge verifies (conformance/judge/forward_properties.hpp).
@@ -54,14 +55,16 @@ class FakeBackend : public Backend {
     if (fault_ == Fault::bf16_rounding) c.accumulate = c.p_type = DType::bf16;
     return c;
   }
-  Support supports(const Problem& p, const Device& d) const override {
+  Support supports(const LoweredProblem& lowered, const Device& d) const override {
+    const Problem& p = lowered.source();
     Support s;
     check_capabilities(caps_, p, d, s);
     if (fault_ == Fault::declines) s.decline("this fake declines everything");
     return s;
   }
-  void run(const Problem& p, const Buffers& b, const Device&,
-           const RunOptions& options) const override {
+  void run(const LoweredProblem& lowered, const Device&, const RunOptions& options) const override {
+    const Problem& p = lowered.source();
+    const Buffers b = lowered.buffers();
     if (fault_ == Fault::crash) std::raise(SIGSEGV);
     if (fault_ == Fault::hang) std::this_thread::sleep_for(std::chrono::hours(1));
     if (fault_ == Fault::throws) throw std::runtime_error("fake failure");

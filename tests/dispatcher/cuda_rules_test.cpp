@@ -8,6 +8,7 @@
 #include "conformance/engine/check_case.hpp"
 #include "core/cuda_runtime.hpp"
 #include "kernels/cuda/flash_body.hpp"
+#include "kernels/lowered_problem.hpp"
 #include "test_backends.hpp"
 
 namespace sdpa {
@@ -61,7 +62,7 @@ TEST(CudaRules, CudnnIsAModelWithoutAKernel) {
   EXPECT_TRUE(cudnn.capabilities().traits.model_only);
   for (const Backend* b : {&flash, &mem, &math}) EXPECT_FALSE(b->capabilities().traits.model_only);
   try {
-    cudnn.run(problem(kBase), Buffers{}, device("sm90"), RunOptions{});
+    cudnn.run(LoweredProblem(problem(kBase), Buffers{}), device("sm90"), RunOptions{});
     FAIL() << "cuda.cudnn ran";
   } catch (const std::runtime_error& e) {
     EXPECT_EQ(std::string(e.what()),
@@ -143,7 +144,7 @@ TEST(CudaRules, RunWithoutAGpuIsAClearError) {
   }
   for (const Backend* b : {&flash, &mem, &math}) {
     try {
-      b->run(problem(kBase), Buffers{}, device("sm80"), RunOptions{});
+      b->run(LoweredProblem(problem(kBase), Buffers{}), device("sm80"), RunOptions{});
       FAIL() << b->name() << " ran";
     } catch (const std::runtime_error& e) {
       const std::string what = e.what();
@@ -172,7 +173,7 @@ TEST(CudaRules, NamesAndCapabilityData) {
   EXPECT_TRUE(mem.capabilities().different_v_dim);
   EXPECT_EQ(cudnn.capabilities().head_dim_multiple, 8);
   EXPECT_FALSE(cudnn.capabilities().deterministic);
-  EXPECT_TRUE(math.capabilities().weights_output);
+  EXPECT_TRUE(math.capabilities().weights);
 }
 
 TEST(CudaRules, PrecisionContracts) {

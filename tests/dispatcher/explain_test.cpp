@@ -227,7 +227,7 @@ TEST(Explain, NamesOfVerdictsAndOutcomes) {
 // promoted by each rule, and one named like a built-in but without the trait is not.
 TEST(Rules, PromoteByTraitsNotByName) {
   auto make = [](std::string name, DeviceKind kind, auto set) {
-    Capabilities c;
+    Capabilities c = Capabilities::every_forward_input();
     c.dtypes = {DType::f32, DType::f16};
     c.device = kind;
     set(c.traits);

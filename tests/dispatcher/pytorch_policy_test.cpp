@@ -12,6 +12,7 @@
 #include "dispatcher/dispatcher.hpp"
 #include "dispatcher/mha_path.hpp"
 #include "dispatcher/pytorch_model.hpp"
+#include "kernels/lowered_problem.hpp"
 
 namespace sdpa {
 namespace {
@@ -274,8 +275,9 @@ TEST(PytorchPolicyModel, BackendsAndNames) {
   for (const Backend* b : dispatcher::pytorch_model_backends()) names.emplace_back(b->name());
   EXPECT_EQ(names, (std::vector<std::string>{"torch.cpu.flash", "torch.cpu.math", "cuda.flash",
                                              "cuda.mem_efficient", "cuda.math", "cuda.cudnn"}));
-  EXPECT_THROW(dispatcher::pytorch_cpu_flash().run(Problem{}, Buffers{}, device("cpu"), {}),
-               std::runtime_error);
+  EXPECT_THROW(
+      dispatcher::pytorch_cpu_flash().run(LoweredProblem(Problem{}, Buffers{}), device("cpu"), {}),
+      std::runtime_error);
   EXPECT_EQ(dispatcher::parse_policy_model("pytorch"), PolicyModel::pytorch);
   EXPECT_THROW(dispatcher::parse_policy_model("torch"), std::invalid_argument);
 }

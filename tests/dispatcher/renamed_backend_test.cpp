@@ -13,6 +13,7 @@
 #include "core/case_id.hpp"
 #include "core/device.hpp"
 #include "dispatcher/dispatcher.hpp"
+#include "kernels/lowered_problem.hpp"
 #include "kernels/registry.hpp"
 
 namespace sdpa {
@@ -26,12 +27,14 @@ class Renamed final : public Backend {
   std::string_view name() const override { return kRenamed; }
   const Capabilities& capabilities() const override { return inner_.capabilities(); }
   PrecisionContract precision(DType t) const override { return inner_.precision(t); }
-  Support supports(const Problem& p, const Device& d) const override {
+  Support supports(const LoweredProblem& lowered, const Device& d) const override {
+    const Problem& p = lowered.source();
     return inner_.supports(p, d);
   }
-  void run(const Problem& p, const Buffers& b, const Device& d,
-           const RunOptions& o) const override {
-    inner_.run(p, b, d, o);
+  void run(const LoweredProblem& lowered, const Device& d, const RunOptions& o) const override {
+    const Problem& p = lowered.source();
+    const Buffers b = lowered.buffers();
+    inner_.run(LoweredProblem(p, b), d, o);
   }
 
  private:

@@ -11,6 +11,7 @@
 #include "core/device.hpp"
 #include "kernels/backend.hpp"
 #include "kernels/cuda/cuda_backends.hpp"
+#include "kernels/lowered_problem.hpp"
 
 namespace sdpa::testing {
 
@@ -20,12 +21,13 @@ class FakeCpuBackend final : public Backend {
   std::string_view name() const override { return name_; }
   const Capabilities& capabilities() const override { return caps_; }
   PrecisionContract precision(DType) const override { return {}; }
-  Support supports(const Problem& p, const Device& d) const override {
+  Support supports(const LoweredProblem& lowered, const Device& d) const override {
+    const Problem& p = lowered.source();
     Support s;
     check_capabilities(caps_, p, d, s);
     return s;
   }
-  void run(const Problem&, const Buffers&, const Device&, const RunOptions&) const override {
+  void run(const LoweredProblem& lowered, const Device&, const RunOptions&) const override {
     throw std::logic_error(name_ + ": a test double does not run");
   }
 
@@ -37,7 +39,7 @@ class FakeCpuBackend final : public Backend {
 // cpu.flash: no dropout, dv == dqk, no windows / softcap / varlen / weights, stride-1 rows.
 inline const Backend& fake_cpu_flash() {
   static const FakeCpuBackend b("cpu.flash", [] {
-    Capabilities c;
+    Capabilities c = Capabilities::every_forward_input();
     c.dtypes = {DType::f64, DType::f32, DType::f16, DType::bf16};
     c.different_v_dim = false;
     c.dropout = false;
@@ -56,7 +58,7 @@ inline const Backend& fake_cpu_flash() {
 // cpu.mem_efficient (split-KV): everything but dropout and the weights output.
 inline const Backend& fake_cpu_mem_efficient() {
   static const FakeCpuBackend b("cpu.mem_efficient", [] {
-    Capabilities c;
+    Capabilities c = Capabilities::every_forward_input();
     c.dtypes = {DType::f64, DType::f32, DType::f16, DType::bf16};
     c.dropout = false;
     c.deterministic = true;
@@ -69,9 +71,9 @@ inline const Backend& fake_cpu_mem_efficient() {
 // cpu.math: everything, weights included.
 inline const Backend& fake_cpu_math() {
   static const FakeCpuBackend b("cpu.math", [] {
-    Capabilities c;
+    Capabilities c = Capabilities::every_forward_input();
     c.dtypes = {DType::f64, DType::f32, DType::f16, DType::bf16};
-    c.weights_output = true;
+    c.weights = true;
     c.deterministic = true;
     c.traits.pytorch = PytorchKernel::math;
     return c;

@@ -79,7 +79,7 @@ TEST(AttendedKeys, CpuKeyRangeIsTheSameInterval) {
     const KeyStructure lowered = key_structure(p);
     ASSERT_EQ(lowered.causal, st.causal);
     for (std::int64_t i = 0; i < 6; ++i) {
-      const cpu::KeyRange r = cpu::key_range(p, i, 6, 9);
+      const cpu::KeyRange r = cpu::key_range(LoweredProblem(p).params(), i, 6, 9);
       for (std::int64_t j = 0; j < 9; ++j) {
         ASSERT_EQ(j >= r.lo && j < r.hi, spec_attends(st, i, j, 6, 9))
             << describe(st, 6, 9) << " i=" << i << " j=" << j;

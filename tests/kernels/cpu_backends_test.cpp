@@ -15,6 +15,7 @@
 #include "core/case_id.hpp"
 #include "core/guarded_buffer.hpp"
 #include "kernels/cpu/sdpa_rows.hpp"
+#include "kernels/lowered_problem.hpp"
 #include "kernels/registry.hpp"
 #include "reference/sdpa_reference.hpp"
 #include "tests/kernels/target_run.hpp"
@@ -403,9 +404,10 @@ TEST_P(CpuBitwise, BackwardSameBitsAtAnyThreadCountAndRun) {
                           in.v.data(),  in.mask ? in.mask->data() : nullptr,
                           out.o.data(), static_cast<float*>(out.lse.data()),
                           nullptr};
-        b.run(p, fwd, device, RunOptions{threads});
-        b.run_backward(p, fwd, {in.d_out->data(), g.dq.data(), g.dk.data(), g.dv.data()}, device,
-                       RunOptions{threads});
+        b.run(LoweredProblem(p, fwd), device, RunOptions{threads});
+        b.run_backward(
+            LoweredProblem(p, fwd, {in.d_out->data(), g.dq.data(), g.dk.data(), g.dv.data()}),
+            device, RunOptions{threads});
         std::vector<unsigned char> bytes;
         for (const GuardedBuffer* t : {&g.dq, &g.dk, &g.dv})
           bytes.insert(bytes.end(), t->region(), t->region() + t->region_size());
@@ -575,7 +577,7 @@ TEST(CpuBackendNonFinite, NanRowKeepsMaskedWeightsZero) {
   const Problem& p = c.problem;
   for (const Backend* b : cpu_backends()) {
     Problem pb = p;
-    pb.want_weights = b->capabilities().weights_output;
+    pb.want_weights = b->capabilities().weights;
     if (!b->supports(pb, cpu()).ok()) continue;
     InputBuffers in = make_inputs(c);
     static_cast<float*>(in.q.data())[p.q.stride[1] + 4 * p.q.stride[2]] = NAN;  // (0, 1, 4, 0)

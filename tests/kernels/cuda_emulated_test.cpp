@@ -50,10 +50,13 @@ class Emulated final : public Backend {
     if (without_mma_term_) c.mma_block = c.mma_extra_bits = 0;
     return c;
   }
-  Support supports(const Problem& p, const Device&) const override {
+  Support supports(const LoweredProblem& lowered, const Device&) const override {
+    const Problem& p = lowered.source();
     return gpu_.supports(p, device_);
   }
-  void run(const Problem& p, const Buffers& buf, const Device&, const RunOptions&) const override {
+  void run(const LoweredProblem& lowered, const Device&, const RunOptions&) const override {
+    const Problem& p = lowered.source();
+    const Buffers buf = lowered.buffers();
     runner_(p, buf);
   }
 

@@ -24,6 +24,7 @@
 #include "core/device.hpp"
 #include "kernels/cpu/cpu_backends.hpp"
 #include "kernels/cpu/flash_kernel.hpp"
+#include "kernels/lowered_problem.hpp"
 #include "kernels/registry.hpp"
 #include "reference/sdpa_reference.hpp"
 #include "tests/kernels/target_run.hpp"
@@ -87,7 +88,7 @@ TEST(FlashBackend, DeclaresItsPrecisionContractAndCapabilities) {
   const Capabilities& caps = flash().capabilities();
   EXPECT_TRUE(caps.deterministic);
   EXPECT_TRUE(caps.batch_invariant);
-  EXPECT_FALSE(caps.weights_output);
+  EXPECT_FALSE(caps.weights);
   EXPECT_EQ(caps.max_head_dim, cpu::flash::kMaxHeadDim);
 }
 
@@ -118,7 +119,7 @@ TEST(FlashBackend, ForcingAMissingOrUnknownTargetThrows) {
   EXPECT_THROW(test_support::target_device("avx9000"), std::invalid_argument);
   Device d = this_cpu();
   d.cpu.isa = static_cast<IsaTarget>(99);
-  EXPECT_THROW(flash().run(c.problem, buf, d, RunOptions{}), std::runtime_error);
+  EXPECT_THROW(flash().run(LoweredProblem(c.problem, buf), d, RunOptions{}), std::runtime_error);
 }
 
 // ------------------------------------------------------------------ every target x threads

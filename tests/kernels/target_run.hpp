@@ -7,6 +7,7 @@
 
 #include "core/device.hpp"
 #include "kernels/backend.hpp"
+#include "kernels/lowered_problem.hpp"
 
 namespace sdpa::test_support {
 
@@ -29,7 +30,7 @@ inline std::vector<std::string> isa_target_names() {
 }
 
 inline void run_with(const Backend& b, const Problem& p, const Buffers& buf, const TargetRun& t) {
-  b.run(p, buf, target_device(t.target), RunOptions{t.threads});
+  b.run(LoweredProblem(p, buf), target_device(t.target), RunOptions{t.threads});
 }
 
 }  // namespace sdpa::test_support

@@ -14,6 +14,7 @@
 
 #include "core/case_id.hpp"
 #include "core/device.hpp"
+#include "kernels/lowered_problem.hpp"
 #include "plugins/host/plugin_loader.hpp"
 #include "sdpa_cts/plugin.h"
 
@@ -164,7 +165,7 @@ TEST(PluginAbi2, RunGetsTheRunsPointersInTheParams) {
   buf.o = o;
   buf.mask = mask;
   buf.lse = lse;
-  backend->run(c.problem, buf, detect_cpu(), RunOptions{});
+  backend->run(LoweredProblem(c.problem, buf), detect_cpu(), RunOptions{});
   ASSERT_EQ(g_seen.run_calls, 1);
   EXPECT_EQ(g_seen.params.q, q);
   EXPECT_EQ(g_seen.params.k, k);
@@ -183,7 +184,7 @@ TEST(PluginAbi2, RunRefusesBuffersOutsideTheDeclaredMemorySpace) {
   Buffers buf;
   buf.memory = MemorySpace::test_device;
   try {
-    backend->run(c.problem, buf, detect_cpu(), RunOptions{});
+    backend->run(LoweredProblem(c.problem, buf), detect_cpu(), RunOptions{});
     FAIL() << "run() accepted test_device buffers for a host-memory plugin";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("buffers are in test_device memory, the plugin "
@@ -272,11 +273,39 @@ TEST(PluginAbi2, TheBiasGradientNeedsTheBackward) {
   EXPECT_NE(s.reasons[0].find("(dbias)"), std::string::npos) << s.reasons[0];
 }
 
-// The probe of the minimal plugin (its path comes from tests/plugins/CMakeLists.txt): ABI 2.2,
+// ABI 2.3: supports() sees whether the case asks for the backward and d bias, as run() does, so
+// a plugin declines a backward it cannot compute before its forward runs.
+TEST(PluginAbi2, SupportsSeesTheBackwardAndBiasGradientFlags) {
+  g_seen = Seen{};
+  sdpa_cts_backend b = fake_backend(kMost | SDPA_CTS_CAP_BACKWARD | SDPA_CTS_CAP_BIAS_GRADIENT |
+                                    SDPA_CTS_CAP_DETERMINISTIC);
+  b.run_backward = fake_run_backward;
+  const auto backend = make_plugin_backend(b);
+  const Device cpu = detect_cpu();
+  EXPECT_TRUE(
+      backend->supports(parse_case_id_or_throw("b1.hq1.l4.s8.dqk8.f32.seed1").problem, cpu).ok());
+  EXPECT_EQ(g_seen.params.backward, 0);
+  EXPECT_EQ(g_seen.params.bias_grad, 0);
+  EXPECT_TRUE(
+      backend->supports(parse_case_id_or_throw("b1.hq1.l4.s8.dqk8.f32.lse.bwd.seed1").problem, cpu)
+          .ok());
+  EXPECT_EQ(g_seen.params.backward, 1);
+  EXPECT_EQ(g_seen.params.bias_grad, 0);
+  EXPECT_TRUE(
+      backend
+          ->supports(
+              parse_case_id_or_throw("b1.hq1.l4.s8.dqk8.f32.mask=add.lse.bwd.dbias.seed1").problem,
+              cpu)
+          .ok());
+  EXPECT_EQ(g_seen.params.backward, 1);
+  EXPECT_EQ(g_seen.params.bias_grad, 1);
+}
+
+// The probe of the minimal plugin (its path comes from tests/plugins/CMakeLists.txt): ABI 2.3,
 // and a description listing only traits the ABI declares.
 TEST(PluginAbi2, ProbeReportsOnlyWhatTheAbiDeclares) {
   const ProbedPlugin p = probe_plugin(SDPA_CTS_MINIMAL_PLUGIN);
-  EXPECT_EQ(p.abi, "2.2");
+  EXPECT_EQ(p.abi, "2.3");
   ASSERT_EQ(p.backends.size(), 1u);
   const std::string& d = p.backends[0].description;
   EXPECT_NE(d.find("\"traits\":{\"split_kv\":false,\"pytorch\":\"math\",\"fused_mha\":false}"),

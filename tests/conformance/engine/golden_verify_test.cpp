@@ -10,6 +10,7 @@
 
 #include "golden/golden_file.hpp"
 #include "kernels/backend.hpp"
+#include "kernels/lowered_problem.hpp"
 
 namespace sdpa::golden {
 
@@ -147,16 +148,20 @@ TEST(GoldenAgreement, NanAndInfinityMustMatchExactly) {
 class FakeBackend : public Backend {
  public:
   enum class Mode { correct, off_by_some, declines, writes_outside };
-  explicit FakeBackend(Mode m) : mode_(m) { caps_.weights_output = true; }
+  explicit FakeBackend(Mode m) : mode_(m), caps_(Capabilities::every_forward_input()) {
+    caps_.weights = true;
+  }
   std::string_view name() const override { return "fake"; }
   const Capabilities& capabilities() const override { return caps_; }
   PrecisionContract precision(DType) const override { return {DType::f32, DType::f32}; }
-  Support supports(const Problem&, const Device&) const override {
+  Support supports(const LoweredProblem& lowered, const Device&) const override {
     Support s;
     if (mode_ == Mode::declines) s.decline("fake backend: declines everything");
     return s;
   }
-  void run(const Problem& p, const Buffers& b, const Device&, const RunOptions&) const override {
+  void run(const LoweredProblem& lowered, const Device&, const RunOptions&) const override {
+    const Problem& p = lowered.source();
+    const Buffers b = lowered.buffers();
     const auto r = reference::run_sdpa(p, {b.q, b.k, b.v, b.mask});
     const auto cuq = cu_seqlens_q(p);
     for (std::int64_t bb = 0; bb < p.batch; ++bb)

@@ -12,6 +12,7 @@
 #include "conformance/judge/gradient_tolerance.hpp"
 #include "conformance/judge/judge.hpp"
 #include "core/device.hpp"
+#include "kernels/lowered_problem.hpp"
 #include "reference/sdpa_backward.hpp"
 #include "tests/conformance/fake_backends.hpp"
 
@@ -58,17 +59,22 @@ class GradFake : public Backend {
     c.ds_type = c.accumulate;
     return c;
   }
-  Support supports(const Problem& p, const Device& d) const override {
+  Support supports(const LoweredProblem& lowered, const Device& d) const override {
+    const Problem& p = lowered.source();
     Support s;
     check_capabilities(caps_, p, d, s);
     return s;
   }
-  void run(const Problem& p, const Buffers& b, const Device& d,
-           const RunOptions& o) const override {
-    forward_.run(p, b, d, o);
+  void run(const LoweredProblem& lowered, const Device& d, const RunOptions& o) const override {
+    const Problem& p = lowered.source();
+    const Buffers b = lowered.buffers();
+    forward_.run(LoweredProblem(p, b), d, o);
   }
-  void run_backward(const Problem& p, const Buffers& f, const GradientPointers& g, const Device&,
+  void run_backward(const LoweredProblem& lowered, const Device&,
                     const RunOptions& options) const override {
+    const Problem& p = lowered.source();
+    const Buffers f = lowered.buffers();
+    const GradientPointers g = lowered.gradients();
     if (fault_ == GradFault::throws) throw std::runtime_error("fake backward failure");
     const std::int64_t B = p.batch, H = p.heads_q, Hkv = p.heads_kv, L = p.len_q, S = p.len_kv;
     const std::int64_t Dq = p.head_dim_qk, Dv = p.head_dim_v;

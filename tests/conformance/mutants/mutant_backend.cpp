@@ -16,9 +16,10 @@ std::string backend_name(Mutation m) {
 }  // namespace
 
 MutantBackend::MutantBackend(Mutation m) : mutation_(m), name_(backend_name(m)) {
+  caps_ = Capabilities::every_forward_input();
   caps_.dtypes = {DType::f64, DType::f32, DType::f16, DType::bf16};
   caps_.device = DeviceKind::cpu;
-  caps_.weights_output = false;  // an online-softmax kernel never materialises P
+  caps_.weights = false;  // an online-softmax kernel never materialises P
 }
 
 PrecisionContract MutantBackend::precision(DType dtype) const {
@@ -30,14 +31,16 @@ PrecisionContract MutantBackend::precision(DType dtype) const {
   return c;
 }
 
-Support MutantBackend::supports(const Problem& p, const Device& device) const {
+Support MutantBackend::supports(const LoweredProblem& lowered, const Device& device) const {
+  const Problem& p = lowered.source();
   Support s;
   check_capabilities(caps_, p, device, s);
   return s;
 }
 
-void MutantBackend::run(const Problem& p, const Buffers& buffers, const Device&,
-                        const RunOptions&) const {
+void MutantBackend::run(const LoweredProblem& lowered, const Device&, const RunOptions&) const {
+  const Problem& p = lowered.source();
+  const Buffers buffers = lowered.buffers();
   mutant_attention(p, buffers, mutation_);
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kernels/backend.hpp"
+#include "kernels/lowered_problem.hpp"
 #include "tests/conformance/mutants/mutation.hpp"
 
 namespace sdpa::testing {
@@ -19,9 +20,8 @@ class MutantBackend : public Backend {
   // Every mutant declares the contract of the correct kernel: a bug may not excuse itself.
   PrecisionContract precision(DType dtype) const override;
   // The same answer for every mutation: a mutant accepts what the correct kernel accepts.
-  Support supports(const Problem& p, const Device& device) const override;
-  void run(const Problem& p, const Buffers& buffers, const Device& device,
-           const RunOptions& options) const override;
+  Support supports(const LoweredProblem& p, const Device& device) const override;
+  void run(const LoweredProblem& p, const Device& device, const RunOptions& options) const override;
 
  private:
   Mutation mutation_;  // the bug (none = correct)

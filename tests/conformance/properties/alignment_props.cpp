@@ -24,7 +24,7 @@ TEST_P(Alignment, HeadDimsOneTo256) {
     Problem p = make_problem(1, h.q, h.kv, in_range(1, 20), in_range(1, 40), in_range(1, 256),
                              in_range(1, 256), gen_dtype(backend()));
     p.causal = one_of<Causal>({Causal::none, Causal::bottom_right});
-    p.want_lse = backend().capabilities().lse_output;
+    p.want_lse = backend().capabilities().lse;
     require_pass(backend(), {p, gen_recipe()}, options());
   });
 }
@@ -40,7 +40,7 @@ TEST_P(Alignment, GapsAndBaseOffsets) {
     gen_varlen(p, true);
     apply_layout(p, one_of<LayoutKind>({LayoutKind::bhsd, LayoutKind::bshd}), in_range(0, 7),
                  in_range(0, 3));
-    p.want_lse = backend().capabilities().lse_output;
+    p.want_lse = backend().capabilities().lse;
     require_pass(backend(), {p, gen_recipe()}, options());
   });
 }
@@ -76,7 +76,7 @@ TEST_P(Alignment, PermutedGappedAndZeroStrides) {
     p.v = gen_strides({B, p.heads_kv, S, p.head_dim_v}, true);
     p.o = gen_strides({B, p.heads_q, L, p.head_dim_v}, false);
     p.causal = one_of<Causal>({Causal::none, Causal::bottom_right});
-    p.want_lse = backend().capabilities().lse_output;
+    p.want_lse = backend().capabilities().lse;
     RC_PRE(validate(p).empty());
     require_pass(backend(), {p, gen_recipe()}, options());
   });

@@ -39,8 +39,8 @@ Case gen_any_case(const Backend* b) {
     p.dropout_p = one_of<double>({0.1, 0.5});
     p.dropout_seed = static_cast<std::uint64_t>(in_range(0, 1000));
   }
-  p.want_lse = !b || b->capabilities().lse_output;
-  p.want_weights = (!b || b->capabilities().weights_output) && in_range(0, 3) == 0;
+  p.want_lse = !b || b->capabilities().lse;
+  p.want_weights = (!b || b->capabilities().weights) && in_range(0, 3) == 0;
   return {p, gen_recipe()};
 }
 

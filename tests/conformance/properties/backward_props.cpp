@@ -173,7 +173,7 @@ TEST_P(SampledBackward, AnySampledBackwardCasePasses) {
   check("any sampled backward case passes", [&] {
     SamplerOptions o;
     o.dtypes = b.capabilities().dtypes;
-    o.weights_output = b.capabilities().weights_output;
+    o.weights_output = b.capabilities().weights;
     o.max_work = 1 << 16;
     o.max_len = 160;
     const Case c = backward_case(*gen_case(o));

@@ -37,8 +37,8 @@ TEST_P(Dropout, CasesWithDropoutPass) {
     p.causal = one_of<Causal>({Causal::none, Causal::top_left, Causal::bottom_right});
     p.mask = one_of<MaskKind>({MaskKind::none, MaskKind::boolean, MaskKind::additive});
     gen_varlen(p, true);
-    p.want_lse = backend().capabilities().lse_output;
-    p.want_weights = backend().capabilities().weights_output && coin();
+    p.want_lse = backend().capabilities().lse;
+    p.want_weights = backend().capabilities().weights && coin();
     require_pass(backend(), {p, gen_recipe()}, options());
   });
 }

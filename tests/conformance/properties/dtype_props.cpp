@@ -23,7 +23,7 @@ Case gen_small_case(const Backend& b) {
   Problem p = make_problem(in_range(1, 2), h.q, h.kv, in_range(1, 24), in_range(1, 40),
                            in_range(1, 32), in_range(1, 32), gen_dtype(b));
   p.causal = one_of<Causal>({Causal::none, Causal::top_left, Causal::bottom_right});
-  p.want_lse = b.capabilities().lse_output;
+  p.want_lse = b.capabilities().lse;
   return {p, gen_recipe()};
 }
 
@@ -97,7 +97,7 @@ void check_generator(const Backend& b, const TargetRun& opt, const std::vector<D
                              in_range(1, 32), in_range(1, 32), one_of(declared));
     p.causal = one_of<Causal>({Causal::none, Causal::top_left, Causal::bottom_right});
     if (coin()) p.scale = one_of<double>({0.5, -1, 4});
-    p.want_lse = b.capabilities().lse_output;
+    p.want_lse = b.capabilities().lse;
     require_pass(b, {p, {one_of(generators), static_cast<std::uint64_t>(in_range(0, 1 << 20))}},
                  opt);
   });
@@ -151,7 +151,7 @@ TEST_P(Dtype, SubnormalProbabilitiesTimesLargeValues) {
     Problem p =
         make_problem(in_range(1, 2), h.q, h.kv, in_range(1, 8), S, Dq, Dv, one_of(declared));
     p.scale = 1;
-    p.want_lse = backend().capabilities().lse_output;
+    p.want_lse = backend().capabilities().lse;
     const Case c{p, {"int", static_cast<std::uint64_t>(in_range(0, 1 << 20))}};
     Tensors t = read_inputs(p, make_inputs(c));
     for (std::size_t x = 0; x < t.q.size(); ++x) t.q[x] = x % Dq == 0;  // q = e_0

@@ -71,7 +71,8 @@ InputBuffers write_inputs(const Problem& p, const Tensors& t) {
   if (p.packed) throw std::invalid_argument("write_inputs: packed layouts are not supported");
   InputBuffers in{write_view("q", p.dtype, q_view(p), p.q.base_offset, t.q),
                   write_view("k", p.dtype, k_view(p), p.k.base_offset, t.k),
-                  write_view("v", p.dtype, v_view(p), p.v.base_offset, t.v), std::nullopt, std::nullopt};
+                  write_view("v", p.dtype, v_view(p), p.v.base_offset, t.v), std::nullopt,
+                  std::nullopt};
   if (p.mask == MaskKind::additive) {
     in.mask.emplace(write_view("mask", p.dtype, mask_view(p), 0, t.mask));
   } else if (p.mask == MaskKind::boolean) {
@@ -93,7 +94,7 @@ InputBuffers write_inputs(const Problem& p, const Tensors& t) {
 std::string run_kernel(const Backend& b, const Problem& p, const InputBuffers& in,
                        const TargetRun& opt, Outputs* out) {
   Problem pl = p;
-  pl.want_lse = b.capabilities().lse_output;
+  pl.want_lse = b.capabilities().lse;
   if (const Support s = b.supports(pl, test_support::target_device(opt.target)); !s.ok()) {
     std::string why;
     for (const auto& r : s.all_reasons()) why += (why.empty() ? "" : "; ") + r;

@@ -55,8 +55,8 @@ Case gen_masked_case(const Backend& b) {
   }
   gen_varlen(p, true);
   if (coin()) p.softcap = one_of<double>({2, 20});
-  p.want_lse = b.capabilities().lse_output;
-  p.want_weights = b.capabilities().weights_output && coin();
+  p.want_lse = b.capabilities().lse;
+  p.want_weights = b.capabilities().weights && coin();
   DataRecipe r = gen_recipe();
   // Adversarial data where it applies: NaN in every element beyond the valid lengths (which
   // must not reach the output), runs of masked keys and fully masked rows in the mask.

@@ -262,7 +262,7 @@ TEST_P(Metamorphic, ScaleFoldedIntoQ) {
 // Where a backend outputs the attention weights: every row of P sums to 1 (0 for a row that
 // attends no key), within the sum of check_case's per-weight bounds.
 TEST_P(Metamorphic, RowsOfWeightsSumToOne) {
-  if (!backend().capabilities().weights_output) {
+  if (!backend().capabilities().weights) {
     GTEST_SKIP() << backend().name() << " does not output attention weights";
   }
   check("rows of P sum to 1", [&] {

@@ -48,7 +48,7 @@ Case gen_shape(const Backend& b, Shape s) {
       break;
     }
   }
-  p.want_lse = b.capabilities().lse_output;
+  p.want_lse = b.capabilities().lse;
   return {p, gen_recipe()};
 }
 
@@ -121,7 +121,7 @@ TEST_P(Parallel, BatchCompositionInvariant) {
           p.dropout_p = 0.25;
           p.dropout_seed = static_cast<std::uint64_t>(in_range(0, 1000));
         }
-        p.want_lse = backend().capabilities().lse_output;
+        p.want_lse = backend().capabilities().lse;
         const Case c{p, gen_recipe()};
         const std::int64_t e = in_range(0, p.batch - 1);
         const InputBuffers in = make_inputs(c);

@@ -18,8 +18,8 @@ class Sampled : public testing::TestWithParam<Combo> {
   SamplerOptions sampler(bool adversarial) const {
     SamplerOptions o;
     o.dtypes = backend().capabilities().dtypes;
-    o.weights_output = backend().capabilities().weights_output;
-    o.lse_output = backend().capabilities().lse_output;
+    o.weights_output = backend().capabilities().weights;
+    o.lse_output = backend().capabilities().lse;
     o.backward = backend().capabilities().backward;
     o.max_work = 1 << 17;  // small problems: many cases per second
     o.max_len = 200;

@@ -38,7 +38,7 @@ TEST_P(TileEdges, LengthsAtTileEdgesPass) {
         Problem p = make_problem(1, h.q, h.kv, L, S, in_range(1, 24), in_range(1, 24),
                                  gen_dtype(backend()));
         p.causal = one_of<Causal>({Causal::none, Causal::top_left, Causal::bottom_right});
-        p.want_lse = backend().capabilities().lse_output;
+        p.want_lse = backend().capabilities().lse;
         require_pass(backend(), {p, gen_recipe()}, options());
       },
       0.5);
@@ -59,7 +59,7 @@ TEST_P(TileEdges, ValidLengthsAtTileEdgesPass) {
           p.seqlens_kv.push_back(std::min<std::int64_t>(lk, 260));
         }
         p.causal = one_of<Causal>({Causal::none, Causal::bottom_right});
-        p.want_lse = backend().capabilities().lse_output;
+        p.want_lse = backend().capabilities().lse;
         require_pass(backend(), {p, gen_recipe()}, options());
       },
       0.5);
