@@ -3,8 +3,10 @@
 // dimensions that select kernel code (conformance/engine/pair_coverage.hpp, docs/CONFORMANCE.md
 // "Pair coverage"), read from their results: each DIR is the report directory of an
 // `sdpa-cts run` (--report DIR), and every record the judge measured (PASS, QUALITY_WARNING,
-// FAIL) counts as a job on the SIMD target and at the thread count it names. --generate writes
-// the covering tier (the generated cases that cover every pair the backends can run) to FILE.
+// FAIL) counts as a job on the SIMD target and at the thread count it names. Each backend's
+// forward pairs are reported, then its backward's (PairPass: the pairs of the jobs with the
+// backward on, the lengths against its backward blocks). --generate writes the covering tier
+// (the generated cases that cover every pair the backends can run) to FILE.
 // Exit codes: 0 every possible pair covered, 1 some uncovered, 2 bad input.
 #include <fstream>
 #include <iostream>
@@ -14,13 +16,13 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "cli/number_checks.hpp"
 #include "conformance/engine/pair_coverage.hpp"
 #include "conformance/engine/tier.hpp"
 #include "conformance/engine/tier_cases.hpp"
-#include "reports/merge.hpp"
 #include "golden/golden_file.hpp"
 #include "kernels/registry.hpp"
-#include "cli/number_checks.hpp"
+#include "reports/merge.hpp"
 
 namespace sdpa::cli {
 namespace {
@@ -67,9 +69,10 @@ std::vector<conformance::CoverageJob> load_results(const std::string& dir,
                               r.case_id + " on " + r.backend + ")";
     const auto isa = parse_isa_target(r.simd_target);
     if (r.simd_target.empty() || !isa) {
-      throw std::invalid_argument(
-          where + (r.simd_target.empty() ? " names no SIMD target: run with --simd all or --simd T"
-                                         : " names an unknown SIMD target '" + r.simd_target + "'"));
+      throw std::invalid_argument(where +
+                                  (r.simd_target.empty()
+                                       ? " names no SIMD target: run with --simd all or --simd T"
+                                       : " names an unknown SIMD target '" + r.simd_target + "'"));
     }
     if (r.threads <= 0) {
       throw std::invalid_argument(where + " has no thread count (threads " +
@@ -141,22 +144,27 @@ int run(const Options& o) {
       jobs.insert(jobs.end(), more.begin(), more.end());
     }
     std::cout << "\n";
-    for (const auto& [why, n] : not_counted) std::cout << "  not counted: " << n << " " << why << "\n";
-    bool all = true;
-    for (std::size_t i = 0; i < backends.size(); ++i) {
-      const auto cov =
-          conformance::pair_coverage(*backends[i], jobs, set.impossible[i]);
-      const std::size_t possible = cov.covered.size() + cov.uncovered.size();
-      std::cout << cov.backend << ": " << cov.dimensions.size() << " dimensions, "
-                << possible + cov.impossible.size() << " value pairs: " << cov.covered.size()
-                << " of " << possible << " possible covered ("
-                << (possible == 0 ? 100.0 : 100.0 * cov.covered.size() / possible) << " %), "
-                << cov.impossible.size() << " not possible, " << cov.uncovered.size()
-                << " uncovered (" << cov.jobs << " jobs";
-      if (cov.not_run > 0)
-        std::cout << "; " << cov.not_run << " pairs with SIMD targets no result has, not counted";
-      std::cout << ")\n";
-      // The reasons of the pairs no case can have, each with its count.
+    for (const auto& [why, n] : not_counted)
+      std::cout << "  not counted: " << n << " " << why << "\n";
+    // One backend's pairs of one pass: a summary line, the reasons of the pairs no case can
+    // have (each with its count), then the pairs to list. False when some are uncovered.
+    auto report = [&](const conformance::PairCoverage& cov) {
+      const bool backward = cov.pass == conformance::PairPass::backward;
+      const std::string name = cov.backend + (backward ? " backward" : "");
+      if (backward && cov.covered.empty() && cov.uncovered.empty()) {
+        std::cout << name << ": no pair possible (" << cov.impossible.size() << " not possible)\n";
+      } else {
+        const std::size_t possible = cov.covered.size() + cov.uncovered.size();
+        std::cout << name << ": " << cov.dimensions.size() << " dimensions, "
+                  << possible + cov.impossible.size() << " value pairs: " << cov.covered.size()
+                  << " of " << possible << " possible covered ("
+                  << (possible == 0 ? 100.0 : 100.0 * cov.covered.size() / possible) << " %), "
+                  << cov.impossible.size() << " not possible, " << cov.uncovered.size()
+                  << " uncovered (" << cov.jobs << (backward ? " backward jobs" : " jobs");
+        if (cov.not_run > 0)
+          std::cout << "; " << cov.not_run << " pairs with SIMD targets no result has, not counted";
+        std::cout << ")\n";
+      }
       std::map<std::string, int> reasons;
       for (const auto& r : cov.impossible_reasons) ++reasons[r];
       for (const auto& [reason, n] : reasons)
@@ -172,7 +180,14 @@ int run(const Options& o) {
                   << conformance::describe_pair(cov.dimensions, cov.impossible[k]) << ": "
                   << cov.impossible_reasons[k] << "\n";
       }
-      if (!cov.uncovered.empty()) all = false;
+      return cov.uncovered.empty();
+    };
+    bool all = true;
+    for (std::size_t i = 0; i < backends.size(); ++i) {
+      all = report(conformance::pair_coverage(*backends[i], jobs, set.impossible[i])) && all;
+      all = report(conformance::pair_coverage(*backends[i], jobs, set.backward_impossible[i],
+                                              conformance::PairPass::backward)) &&
+            all;
     }
     return all ? 0 : 1;
   } catch (const std::invalid_argument& e) {

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -161,6 +162,8 @@ struct Capabilities {
   MemorySpace memory = MemorySpace::host;  // where run() expects its buffers
   Traits traits;                           // algorithm properties the dispatcher's rules use
   TilingCuts tiling;                       // where its code changes with L and S
+  // Where its backward's code changes with L and S; unset: where the forward's does (`tiling`).
+  std::optional<TilingCuts> backward_tiling;
 };
 
 // Per-run knobs that are neither part of the problem nor of the device.

@@ -84,13 +84,23 @@ SamplerOptions restricted_sampler(const std::set<std::string>& r, const std::str
 //  - every two required features in a case of their own, with more than one query row
 //    (cpu.math's lengths): the covering set may pair per-batch lengths with causal
 //    bottom-right only in a decode case, where either offset masks the same keys, or next
-//    to a window that a backend declines.
+//    to a window that a backend declines;
+//  - when the profile requires the backward, the covering set's cases for the backward's own
+//    pairs (PairPass::backward): every pair of those values among backward cases, the
+//    lengths below, at and beyond each backend's backward blocks. The backward is other code
+//    than the forward: an outside plugin whose backward failed 32 ci-tier cases met
+//    `training` when its backward cases met each value (`backward=on x value`) but not each
+//    pair of values, nor a length beyond cpu.flash's backward row block.
 // Every generated case uses required features only (the generator's per-batch lengths give
 // S_b - L_b != S - L). A profile that requires the LSE asks for it in every generated case,
 // since fused kernels compute it anyway; the attention weights are never asked for, since
 // they force a materialising path and would keep the fused kernels' code out of the pairs.
 // The cases depend on the require list and on this build's generator, not on the seed.
 const std::vector<std::string> kPairBackends = {"cpu.math", "cpu.flash", "cpu.mem_efficient"};
+
+}  // namespace
+
+std::vector<std::string> pair_backends() { return kPairBackends; }
 
 PairRestriction pair_restriction(const std::set<std::string>& r) {
   PairRestriction x;
@@ -135,6 +145,8 @@ PairRestriction pair_restriction(const std::set<std::string>& r) {
   return x;
 }
 
+namespace {
+
 // Generated once per require list in a process (loading a profile is cheap afterwards).
 std::vector<std::string> pairwise_cases_for(const std::set<std::string>& require) {
   static std::mutex mutex;
@@ -145,10 +157,18 @@ std::vector<std::string> pairwise_cases_for(const std::set<std::string>& require
   for (const auto& name : kPairBackends) backends.push_back(&find_backend_or_throw(name));
   const Device device = with_isa_target(detect_cpu(), "scalar");
   const PairRestriction restriction = pair_restriction(require);
-  std::vector<std::string> ids = generate_covering_set(backends, device, restriction).case_ids;
-  const std::set<std::string> have(ids.begin(), ids.end());
+  const CoveringSet set = generate_covering_set(backends, device, restriction);
+  // The forward's covering cases, the isolated pairs, then the backward's covering cases (in
+  // that order, so that the cases of the profiles from before the backward's pairs come
+  // first, in their order).
+  const auto backward_from = set.case_ids.begin() + std::ptrdiff_t(set.backward_from);
+  std::vector<std::string> ids(set.case_ids.begin(), backward_from);
+  std::set<std::string> have(ids.begin(), ids.end());
   for (const auto& id : isolated_pair_cases(*backends.front(), device, restriction)) {
-    if (!have.count(id)) ids.push_back(id);
+    if (have.insert(id).second) ids.push_back(id);
+  }
+  for (auto it = backward_from; it != set.case_ids.end(); ++it) {
+    if (have.insert(*it).second) ids.push_back(*it);
   }
   return cache[require] = std::move(ids);
 }

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "conformance/engine/case_sampler.hpp"
+#include "conformance/engine/pair_coverage.hpp"
 #include "reports/records/run_record.hpp"
 
 namespace sdpa::conformance {
@@ -61,6 +62,11 @@ std::vector<std::string> builtin_profile_names();
 // std::invalid_argument naming the file and line: unknown feature tag, a missing
 // description, require or sample line, a frozen case that is invalid, bad sample values.
 Profile load_profile(const std::string& name_or_path);
+
+// The values the pairwise cases of a profile requiring `require` may take (policy,
+// profile.cpp), and the backends whose blocks they are generated on (the scalar target).
+PairRestriction pair_restriction(const std::set<std::string>& require);
+std::vector<std::string> pair_backends();
 
 // Whether the profile requires a case with these features.
 bool is_required(const Profile& profile, const std::vector<std::string>& features);

@@ -136,8 +136,18 @@ bool ValuePair::operator==(const ValuePair& o) const {
   return std::tie(d1, v1, d2, v2) == std::tie(o.d1, o.v1, o.d2, o.v2);
 }
 
-std::vector<PairDimension> pair_dimensions(const Backend& backend) {
-  const TilingCuts& lb = backend.capabilities().tiling;
+const char* pair_pass_name(PairPass pass) {
+  return pass == PairPass::forward ? "forward" : "backward";
+}
+
+const TilingCuts& pass_tiling(const Backend& backend, PairPass pass) {
+  const Capabilities& caps = backend.capabilities();
+  if (pass == PairPass::backward && caps.backward_tiling) return *caps.backward_tiling;
+  return caps.tiling;
+}
+
+std::vector<PairDimension> pair_dimensions(const Backend& backend, PairPass pass) {
+  const TilingCuts& lb = pass_tiling(backend, pass);
   std::vector<std::string> isas;
   for (IsaTarget t : all_isa_targets()) isas.emplace_back(isa_target_name(t));
   return {
@@ -167,9 +177,11 @@ std::vector<PairDimension> pair_dimensions(const Backend& backend) {
   };
 }
 
-std::vector<int> classify_job(const Case& c, const Backend& backend, IsaTarget isa, int threads) {
+namespace {
+
+// The value index of each dimension for `c`, the lengths against `lb`.
+std::vector<int> classify(const Case& c, const TilingCuts& lb, IsaTarget isa, int threads) {
   const Problem& p = c.problem;
-  const TilingCuts& lb = backend.capabilities().tiling;
   std::vector<int> v(kDims, 0);
   v[kDtype] = p.dtype == DType::f32    ? 0
               : p.dtype == DType::f16  ? 1
@@ -220,6 +232,13 @@ std::vector<int> classify_job(const Case& c, const Backend& backend, IsaTarget i
   return v;
 }
 
+}  // namespace
+
+std::vector<int> classify_job(const Case& c, const Backend& backend, IsaTarget isa, int threads,
+                              PairPass pass) {
+  return classify(c, pass_tiling(backend, pass), isa, threads);
+}
+
 std::string describe_pair(const std::vector<PairDimension>& dims, const ValuePair& p) {
   return dims[p.d1].name + "=" + dims[p.d1].values[p.v1] + " x " + dims[p.d2].name + "=" +
          dims[p.d2].values[p.v2];
@@ -257,8 +276,7 @@ void covered_by(const std::vector<int>& v, const std::vector<PairDimension>& dim
 
 // The case ID for an assignment of the generated dimensions on a backend's length blocks
 // (with the LSE output when `lse`).
-std::string case_for(const std::vector<int>& a, const Backend& backend, bool lse) {
-  const TilingCuts& lb = backend.capabilities().tiling;
+std::string case_for(const std::vector<int>& a, const TilingCuts& lb, bool lse) {
   const int group = a[kHeads] == 0 ? 1 : a[kHeads] == 1 ? 2 : 4;
   const std::int64_t hq = a[kHeads] == 0 ? 2 : 4;
   const std::int64_t hkv = hq / group;
@@ -304,11 +322,12 @@ std::string case_for(const std::vector<int>& a, const Backend& backend, bool lse
   return id;
 }
 
-// The case for `a` when it is valid, `backend` runs it and the restriction admits it; else
-// nullopt.
+// The case for `a` (its lengths on the cuts `lb`) when it is valid, `backend` runs it and the
+// restriction admits it; else nullopt.
 std::optional<Case> runnable(const std::vector<int>& a, const Backend& backend,
-                             const Device& device, const PairRestriction& restriction) {
-  auto parsed = parse_case_id(case_for(a, backend, restriction.lse));
+                             const TilingCuts& lb, const Device& device,
+                             const PairRestriction& restriction) {
+  auto parsed = parse_case_id(case_for(a, lb, restriction.lse));
   if (!std::holds_alternative<Case>(parsed)) return std::nullopt;
   Case c = std::get<Case>(parsed);
   if (a[kStrides] != 0) {
@@ -351,133 +370,162 @@ std::vector<std::vector<bool>> allowed_values(const std::vector<PairDimension>& 
   return allowed;
 }
 
-}  // namespace
-
-CoveringSet generate_covering_set(const std::vector<const Backend*>& backends,
-                                  const Device& device) {
-  return generate_covering_set(backends, device, PairRestriction{});
+// Adds to `ids` (and `seen`) the cases that cover the pairs of `pass` on `backend` that the
+// cases in `ids` leave uncovered; returns the pairs no runnable case can have.
+std::vector<ValuePair> cover_pass(const Backend* backend, PairPass pass, const Device& device,
+                                  const PairRestriction& restriction, std::vector<std::string>& ids,
+                                  std::set<std::string>& seen) {
+  const auto dims = pair_dimensions(*backend, pass);
+  const TilingCuts& lb = pass_tiling(*backend, pass);
+  auto allowed = allowed_values(dims, restriction);
+  if (pass == PairPass::backward) {
+    // The backward's pairs are those of backward cases: none where the backend has no
+    // backward or the restriction does not allow it.
+    if (!backend->capabilities().backward || !allowed[kBackward][1]) return {};
+    allowed[kBackward][0] = false;
+  }
+  auto is_allowed = [&](int d, int v) {
+    return allowed[static_cast<std::size_t>(d)][static_cast<std::size_t>(v)];
+  };
+  std::set<ValuePair> uncovered;
+  for (const auto& p : all_pairs(dims, both_generated)) {
+    if (is_allowed(p.d1, p.v1) && is_allowed(p.d2, p.v2)) uncovered.insert(p);
+  }
+  // Every case starts from the first allowed value of each dimension (0 unrestricted). When
+  // that case does not run or is not admitted (a length that makes it "empty" where the
+  // restriction wants none), from the first one-value change that is: otherwise every
+  // change the greedy step below tries would look equally useless until it reached the
+  // dimension at fault, and the cases would cover few pairs each.
+  std::vector<int> start(kDims, 0);
+  for (int d = 0; d < kDims; ++d) {
+    while (start[d] + 1 < static_cast<int>(dims[d].values.size()) && !is_allowed(d, start[d]))
+      ++start[d];
+  }
+  for (int d = 0; d < kDims && !runnable(start, *backend, lb, device, restriction); ++d) {
+    for (int v = 0; v < static_cast<int>(dims[d].values.size()); ++v) {
+      std::vector<int> s = start;
+      s[d] = v;
+      if (!dims[d].generated || v == start[d] || !is_allowed(d, v) ||
+          !runnable(s, *backend, lb, device, restriction))
+        continue;
+      start = s;
+      break;
+    }
+  }
+  // What the cases chosen so far (for earlier backends and passes) cover on this one.
+  auto cover = [&](const Case& c) {
+    std::set<ValuePair> got;
+    covered_by(classify(c, lb, device.cpu.isa, 1), dims, got);
+    for (const auto& p : got) uncovered.erase(p);
+  };
+  for (const auto& id : ids) {
+    const Case c = parse_case_id_or_throw(id);
+    if (pass == PairPass::backward && !c.problem.backward) continue;
+    if (backend->supports(c.problem, device).ok()) cover(c);
+  }
+  std::vector<ValuePair> impossible;
+  while (!uncovered.empty()) {
+    const ValuePair target = *uncovered.begin();
+    // Greedy (AETG-like): each free dimension takes the value that makes the case cover
+    // the most uncovered pairs, among the values that keep it runnable (and, with
+    // keep_target, covering the target: effective values, such as the keys dropout reaches
+    // or the rows of a GQA group, follow the other dimensions too).
+    bool keep_target = false;
+    auto gain = [&](const std::vector<int>& x) -> int {
+      const auto c = runnable(x, *backend, lb, device, restriction);
+      if (!c) return -1;
+      std::set<ValuePair> got;
+      covered_by(classify(*c, lb, device.cpu.isa, 1), dims, got);
+      if (keep_target && !got.count(target)) return -1;
+      int n = 0;
+      for (const auto& p : got) n += uncovered.count(p) ? 1 : 0;
+      return n;
+    };
+    auto greedy = [&](std::vector<int> a) {
+      int best = gain(a);
+      for (int d = 0; d < kDims; ++d) {
+        if (!dims[d].generated || d == target.d1 || d == target.d2) continue;
+        for (int v = 0; v < static_cast<int>(dims[d].values.size()); ++v) {
+          if (v == a[d] || !is_allowed(d, v)) continue;
+          std::vector<int> b = a;
+          b[d] = v;
+          const int g = gain(b);
+          if (g > best) {
+            best = g;
+            a = b;
+          }
+        }
+      }
+      return best < 0 ? std::nullopt : runnable(a, *backend, lb, device, restriction);
+    };
+    auto covers_target = [&](const std::optional<Case>& c, std::set<ValuePair>& got) {
+      got.clear();
+      if (c) covered_by(classify(*c, lb, device.cpu.isa, 1), dims, got);
+      return c && got.count(target) > 0;
+    };
+    std::vector<int> a = start;
+    a[target.d1] = target.v1;
+    a[target.d2] = target.v2;
+    std::set<ValuePair> got;
+    std::optional<Case> c = greedy(a);
+    // Effective values (the keys dropout reaches) depend on the lengths together: when the
+    // greedy pass misses the target, it starts again, keeping the target, from every pair
+    // of row and key lengths, so that a pair is "not possible" only when no such start
+    // builds it.
+    keep_target = true;
+    for (int r = 0; !covers_target(c, got) && r < static_cast<int>(dims[kRows].values.size());
+         ++r) {
+      for (int k = 0; k < static_cast<int>(dims[kKeys].values.size()); ++k) {
+        std::vector<int> b = a;
+        if (target.d1 != kRows && target.d2 != kRows) b[kRows] = r;
+        if (target.d1 != kKeys && target.d2 != kKeys) b[kKeys] = k;
+        if (!is_allowed(kRows, b[kRows]) || !is_allowed(kKeys, b[kKeys])) continue;
+        c = greedy(b);
+        if (covers_target(c, got)) break;
+      }
+    }
+    if (!covers_target(c, got)) {
+      impossible.push_back(target);
+      uncovered.erase(target);
+      continue;
+    }
+    const std::string id = format_case_id(*c);
+    if (seen.insert(id).second) ids.push_back(id);
+    for (const auto& p : got) uncovered.erase(p);
+  }
+  return impossible;
 }
+
+}  // namespace
 
 CoveringSet generate_covering_set(const std::vector<const Backend*>& backends, const Device& device,
                                   const PairRestriction& restriction) {
   CoveringSet out;
   std::vector<std::string> ids;
   std::set<std::string> seen;
-  for (const Backend* backend : backends) {
-    const auto dims = pair_dimensions(*backend);
-    const auto allowed = allowed_values(dims, restriction);
-    auto is_allowed = [&](int d, int v) {
-      return allowed[static_cast<std::size_t>(d)][static_cast<std::size_t>(v)];
-    };
-    std::set<ValuePair> uncovered;
-    for (const auto& p : all_pairs(dims, both_generated)) {
-      if (is_allowed(p.d1, p.v1) && is_allowed(p.d2, p.v2)) uncovered.insert(p);
-    }
-    // Every case starts from the first allowed value of each dimension (0 unrestricted). When
-    // that case does not run or is not admitted (a length that makes it "empty" where the
-    // restriction wants none), from the first one-value change that is: otherwise every
-    // change the greedy step below tries would look equally useless until it reached the
-    // dimension at fault, and the cases would cover few pairs each.
-    std::vector<int> start(kDims, 0);
-    for (int d = 0; d < kDims; ++d) {
-      while (start[d] + 1 < static_cast<int>(dims[d].values.size()) && !is_allowed(d, start[d]))
-        ++start[d];
-    }
-    for (int d = 0; d < kDims && !runnable(start, *backend, device, restriction); ++d) {
-      for (int v = 0; v < static_cast<int>(dims[d].values.size()); ++v) {
-        std::vector<int> s = start;
-        s[d] = v;
-        if (!dims[d].generated || v == start[d] || !is_allowed(d, v) ||
-            !runnable(s, *backend, device, restriction))
-          continue;
-        start = s;
-        break;
-      }
-    }
-    // What the cases chosen so far (for earlier backends) cover on this one.
-    auto cover = [&](const Case& c) {
-      std::set<ValuePair> got;
-      covered_by(classify_job(c, *backend, device.cpu.isa, 1), dims, got);
-      for (const auto& p : got) uncovered.erase(p);
-    };
-    for (const auto& id : ids) {
-      const Case c = parse_case_id_or_throw(id);
-      if (backend->supports(c.problem, device).ok()) cover(c);
-    }
-    std::vector<ValuePair> impossible;
-    while (!uncovered.empty()) {
-      const ValuePair target = *uncovered.begin();
-      // Greedy (AETG-like): each free dimension takes the value that makes the case cover
-      // the most uncovered pairs, among the values that keep it runnable (and, with
-      // keep_target, covering the target: effective values, such as the keys dropout reaches
-      // or the rows of a GQA group, follow the other dimensions too).
-      bool keep_target = false;
-      auto gain = [&](const std::vector<int>& x) -> int {
-        const auto c = runnable(x, *backend, device, restriction);
-        if (!c) return -1;
-        std::set<ValuePair> got;
-        covered_by(classify_job(*c, *backend, device.cpu.isa, 1), dims, got);
-        if (keep_target && !got.count(target)) return -1;
-        int n = 0;
-        for (const auto& p : got) n += uncovered.count(p) ? 1 : 0;
-        return n;
-      };
-      auto greedy = [&](std::vector<int> a) {
-        int best = gain(a);
-        for (int d = 0; d < kDims; ++d) {
-          if (!dims[d].generated || d == target.d1 || d == target.d2) continue;
-          for (int v = 0; v < static_cast<int>(dims[d].values.size()); ++v) {
-            if (v == a[d] || !is_allowed(d, v)) continue;
-            std::vector<int> b = a;
-            b[d] = v;
-            const int g = gain(b);
-            if (g > best) {
-              best = g;
-              a = b;
-            }
-          }
-        }
-        return best < 0 ? std::nullopt : runnable(a, *backend, device, restriction);
-      };
-      auto covers_target = [&](const std::optional<Case>& c, std::set<ValuePair>& got) {
-        got.clear();
-        if (c) covered_by(classify_job(*c, *backend, device.cpu.isa, 1), dims, got);
-        return c && got.count(target) > 0;
-      };
-      std::vector<int> a = start;
-      a[target.d1] = target.v1;
-      a[target.d2] = target.v2;
-      std::set<ValuePair> got;
-      std::optional<Case> c = greedy(a);
-      // Effective values (the keys dropout reaches) depend on the lengths together: when the
-      // greedy pass misses the target, it starts again, keeping the target, from every pair
-      // of row and key lengths, so that a pair is "not possible" only when no such start
-      // builds it.
-      keep_target = true;
-      for (int r = 0; !covers_target(c, got) && r < static_cast<int>(dims[kRows].values.size());
-           ++r) {
-        for (int k = 0; k < static_cast<int>(dims[kKeys].values.size()); ++k) {
-          std::vector<int> b = a;
-          if (target.d1 != kRows && target.d2 != kRows) b[kRows] = r;
-          if (target.d1 != kKeys && target.d2 != kKeys) b[kKeys] = k;
-          if (!is_allowed(kRows, b[kRows]) || !is_allowed(kKeys, b[kKeys])) continue;
-          c = greedy(b);
-          if (covers_target(c, got)) break;
-        }
-      }
-      if (!covers_target(c, got)) {
-        impossible.push_back(target);
-        uncovered.erase(target);
-        continue;
-      }
-      const std::string id = format_case_id(*c);
-      if (seen.insert(id).second) ids.push_back(id);
-      for (const auto& p : got) uncovered.erase(p);
-    }
-    out.impossible.push_back(std::move(impossible));
-  }
+  // The forward's pairs on every backend first, then the backward's: the forward's cases do
+  // not depend on the backward's.
+  for (const Backend* backend : backends)
+    out.impossible.push_back(
+        cover_pass(backend, PairPass::forward, device, restriction, ids, seen));
+  out.backward_from = ids.size();
+  for (const Backend* backend : backends)
+    out.backward_impossible.push_back(
+        cover_pass(backend, PairPass::backward, device, restriction, ids, seen));
   out.case_ids = std::move(ids);
   return out;
+}
+
+CoveringSet generate_covering_set(const std::vector<const Backend*>& backends,
+                                  const Device& device) {
+  return generate_covering_set(backends, device, PairRestriction{});
+}
+
+bool pair_allowed(const std::vector<PairDimension>& dims, const PairRestriction& restriction,
+                  const ValuePair& p) {
+  const auto allowed = allowed_values(dims, restriction);
+  return allowed[static_cast<std::size_t>(p.d1)][static_cast<std::size_t>(p.v1)] &&
+         allowed[static_cast<std::size_t>(p.d2)][static_cast<std::size_t>(p.v2)];
 }
 
 std::vector<std::string> isolated_pair_cases(const Backend& backend, const Device& device,
@@ -506,7 +554,7 @@ std::vector<std::string> isolated_pair_cases(const Backend& backend, const Devic
   std::vector<std::string> out;
   std::set<std::string> seen;
   auto add = [&](const std::vector<int>& a) {
-    if (const auto c = runnable(a, backend, device, restriction)) {
+    if (const auto c = runnable(a, backend, backend.capabilities().tiling, device, restriction)) {
       const std::string id = format_case_id(*c);
       if (seen.insert(id).second) out.push_back(id);
     }
@@ -534,7 +582,9 @@ std::vector<std::string> isolated_pair_cases(const Backend& backend, const Devic
 }
 
 std::string impossible_reason(const Backend& backend, const std::vector<PairDimension>& dims,
-                              const ValuePair& p) {
+                              const ValuePair& p, PairPass pass) {
+  if (pass == PairPass::backward && !backend.capabilities().backward)
+    return "the backend has no backward pass";
   const std::pair<int, int> values[] = {{p.d1, p.v1}, {p.d2, p.v2}};
   auto has = [&](int d, int v) { return (p.d1 == d && p.v1 == v) || (p.d2 == d && p.v2 == v); };
   static const DType kTypes[] = {DType::f32, DType::f16, DType::bf16, DType::f64};
@@ -554,7 +604,7 @@ std::string impossible_reason(const Backend& backend, const std::vector<PairDime
     for (const auto& [d, v] : values) {
       // Keys at or below the first key block (labels "<c1" and "=c1"): no key lies past it.
       if (d == kKeys && v <= 1) return "S is at most the first key block: no key lies past it";
-      if (d == kRows && v == 0 && backend.capabilities().tiling.row_cuts.front() == 1)
+      if (d == kRows && v == 0 && pass_tiling(backend, pass).row_cuts.front() == 1)
         return "L = 0: no query row attends a key";
     }
   }
@@ -577,26 +627,33 @@ std::vector<CoverageJob> accepted_jobs(const std::vector<std::string>& case_ids,
 }
 
 PairCoverage pair_coverage(const Backend& backend, const std::vector<CoverageJob>& jobs,
-                           const std::vector<ValuePair>& impossible_generated) {
+                           const std::vector<ValuePair>& impossible_generated, PairPass pass) {
   PairCoverage out;
   out.backend = std::string(backend.name());
-  out.dimensions = pair_dimensions(backend);
+  out.pass = pass;
+  out.dimensions = pair_dimensions(backend, pass);
   const auto& dims = out.dimensions;
   std::set<ValuePair> got;
   std::set<IsaTarget> isas;
   for (const auto& job : jobs) {
     if (job.backend != out.backend) continue;
+    const Case c = parse_case_id_or_throw(job.case_id);
+    if (pass == PairPass::backward && !c.problem.backward) continue;
     ++out.jobs;
     isas.insert(job.isa);
-    covered_by(classify_job(parse_case_id_or_throw(job.case_id), backend, job.isa, job.threads),
-               dims, got);
+    covered_by(classify_job(c, backend, job.isa, job.threads, pass), dims, got);
   }
   // A value of a generated dimension is possible when some possible pair holds it; a pair
   // with SIMD or threads is possible when its other value is (and the target is run).
   const std::set<ValuePair> impossible(impossible_generated.begin(), impossible_generated.end());
   std::set<std::pair<int, int>> possible_values;
+  auto in_pass = [&](const ValuePair& p) {
+    // A job with the backward off does not run the backward: no pair of the backward pass.
+    return pass == PairPass::forward ||
+           !((p.d1 == kBackward && p.v1 == 0) || (p.d2 == kBackward && p.v2 == 0));
+  };
   for (const auto& p : all_pairs(dims, both_generated)) {
-    if (impossible.count(p)) continue;
+    if (impossible.count(p) || !in_pass(p)) continue;
     possible_values.insert({p.d1, p.v1});
     possible_values.insert({p.d2, p.v2});
   }
@@ -604,18 +661,20 @@ PairCoverage pair_coverage(const Backend& backend, const std::vector<CoverageJob
     return isas.count(all_isa_targets()[static_cast<std::size_t>(v)]) > 0;
   };
   for (const auto& p : all_pairs(dims, any_dims)) {
+    if (!in_pass(p)) continue;
     // A SIMD target this machine lacks is not part of the run: its pairs are not counted.
     if ((p.d1 == kSimd && !isa_run(p.v1)) || (p.d2 == kSimd && !isa_run(p.v2))) {
       ++out.not_run;
       continue;
     }
-    bool possible = !impossible.count(p);
+    bool possible =
+        !impossible.count(p) && (pass == PairPass::forward || backend.capabilities().backward);
     for (auto [d, v] : {std::pair{p.d1, p.v1}, std::pair{p.d2, p.v2}}) {
       if (dims[d].generated && !possible_values.count({d, v})) possible = false;
     }
     // Not possible only with a reason; a value impossible with every partner (the backend's
     // dtypes) has one.
-    std::string reason = possible ? "" : impossible_reason(backend, dims, p);
+    std::string reason = possible ? "" : impossible_reason(backend, dims, p, pass);
     if (got.count(p)) {
       out.covered.push_back(p);
     } else if (!reason.empty()) {

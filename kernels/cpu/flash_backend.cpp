@@ -21,6 +21,7 @@
 #include "kernels/cpu/bf16_range.hpp"
 #include "kernels/cpu/cpu_backends.hpp"
 #include "kernels/cpu/flash_backward.hpp"
+#include "kernels/cpu/flash_backward_kernel.hpp"
 #include "kernels/cpu/flash_kernel.hpp"
 #include "kernels/cpu/isa_dispatch.hpp"
 #include "kernels/cpu/isa_target.hpp"
@@ -59,6 +60,10 @@ Capabilities make_capabilities() {
   c.traits.pytorch = PytorchKernel::flash;
   // Its code changes at the row tile (rows of a KV head's group) and at the key block.
   c.tiling = {true, {flash::kRowTile}, {flash::kKeyBlock}, nullptr};
+  // Its backward's changes at its own blocks: query rows of one head, and keys
+  // (flash_backward_kernel.hpp). The guarded path's blocks (flash_backward.hpp) follow the
+  // values, not the lengths, and are no cut.
+  c.backward_tiling = TilingCuts{false, {flash::kBwdRowBlock}, {flash::kBwdKeyBlock}, nullptr};
   return c;
 }
 

@@ -12,6 +12,7 @@
 
 #include "conformance/engine/tier.hpp"
 #include "core/case_id.hpp"
+#include "kernels/registry.hpp"
 #include "tests/error_of.hpp"
 
 namespace sdpa::conformance {
@@ -130,6 +131,77 @@ TEST(Profile, PerBatchLengthsTimesBottomRightIsInTheFixedPart) {
     }
   }
   EXPECT_GE(profiles, 1) << "no built-in profile requires both";
+}
+
+TEST(Profile, TheFixedPartCoversTheBackwardsPairs) {
+  // Every built-in profile requiring the backward: each pair of the values its pairwise cases
+  // may take meets in one backward case of the fixed part, on each pair backend with a
+  // backward, the lengths judged against the backward's own blocks (PairPass::backward).
+  // Training's fixed part once met each value in a backward case but 41 of those pairs only
+  // in forward cases, and had no backward case beyond cpu.flash's 256-row backward block.
+  const Device device = with_isa_target(detect_cpu(), "scalar");
+  std::vector<const Backend*> backends;
+  for (const auto& name : pair_backends()) backends.push_back(&find_backend_or_throw(name));
+  int profiles = 0;
+  for (const auto& name : builtin_profile_names()) {
+    const Profile p = load_profile(name);
+    if (!p.require.count("backward")) continue;
+    ++profiles;
+    const PairRestriction r = pair_restriction(p.require);
+    const CoveringSet set = generate_covering_set(backends, device, r);
+    int with_backward = 0;
+    for (std::size_t i = 0; i < backends.size(); ++i) {
+      const Backend& b = *backends[i];
+      if (!b.capabilities().backward) continue;
+      ++with_backward;
+      auto jobs = accepted_jobs(p.frozen, b, device, {IsaTarget::scalar}, 1);
+      const auto two = accepted_jobs(p.frozen, b, device, {IsaTarget::scalar}, 2);
+      jobs.insert(jobs.end(), two.begin(), two.end());
+      const PairCoverage cov =
+          pair_coverage(b, jobs, set.backward_impossible[i], PairPass::backward);
+      std::size_t wanted = 0;
+      std::set<std::string> covered;
+      for (const auto& pair : cov.covered) {
+        covered.insert(describe_pair(cov.dimensions, pair));
+        if (pair_allowed(cov.dimensions, r, pair)) ++wanted;
+      }
+      // Wanted: the pairs of allowed values that some admitted case can have (the generator
+      // finds none for L = 0 where the profile does not require empty problems), and the
+      // SIMD and thread pairs of the values some such pair holds.
+      const auto& impossible = set.backward_impossible[i];
+      auto buildable_pair = [&](const ValuePair& q) {
+        return pair_allowed(cov.dimensions, r, q) &&
+               std::find(impossible.begin(), impossible.end(), q) == impossible.end();
+      };
+      std::set<std::pair<int, int>> buildable;  // generated values some buildable pair holds
+      for (const auto* list : {&cov.covered, &cov.uncovered}) {
+        for (const auto& q : *list) {
+          if (!cov.dimensions[q.d1].generated || !cov.dimensions[q.d2].generated) continue;
+          if (!buildable_pair(q)) continue;
+          buildable.insert({q.d1, q.v1});
+          buildable.insert({q.d2, q.v2});
+        }
+      }
+      auto value_buildable = [&](int d, int v) {
+        return !cov.dimensions[d].generated || buildable.count({d, v}) > 0;
+      };
+      for (const auto& pair : cov.uncovered) {
+        const bool wanted_pair = buildable_pair(pair) && value_buildable(pair.d1, pair.v1) &&
+                                 value_buildable(pair.d2, pair.v2);
+        EXPECT_FALSE(wanted_pair) << name << " on " << b.name()
+                                  << ": no backward case of the fixed part has "
+                                  << describe_pair(cov.dimensions, pair);
+      }
+      EXPECT_GT(wanted, 300u) << name << " on " << b.name();
+      if (b.name() == "cpu.flash") {
+        // Both sides of the backward's row block (256 query rows), with causal bottom-right.
+        for (const char* pair : {"causal=br x query_rows=<256", "causal=br x query_rows=>256"})
+          EXPECT_TRUE(covered.count(pair)) << name << ": " << pair;
+      }
+    }
+    EXPECT_EQ(with_backward, 2) << "cpu.math and cpu.flash have a backward";
+  }
+  EXPECT_GE(profiles, 1) << "no built-in profile requires the backward";
 }
 
 TEST(Profile, PairwiseCasesUseOnlyTheRequiredValues) {

@@ -16,12 +16,13 @@
 namespace sdpa::conformance {
 namespace {
 
-// The value name of dimension `name` for `id` on `backend`.
+// The value name of dimension `name` for `id` on `backend` (in `pass`).
 std::string value_of(const std::string& id, const std::string& backend, const std::string& name,
-                     IsaTarget isa = IsaTarget::scalar, int threads = 1) {
+                     IsaTarget isa = IsaTarget::scalar, int threads = 1,
+                     PairPass pass = PairPass::forward) {
   const Backend& b = find_backend_or_throw(backend);
-  const auto dims = pair_dimensions(b);
-  const auto v = classify_job(parse_case_id_or_throw(id), b, isa, threads);
+  const auto dims = pair_dimensions(b, pass);
+  const auto v = classify_job(parse_case_id_or_throw(id), b, isa, threads, pass);
   for (std::size_t d = 0; d < dims.size(); ++d) {
     if (dims[d].name == name) return dims[d].values[static_cast<std::size_t>(v[d])];
   }
@@ -250,6 +251,62 @@ TEST(PairCoverage, NotPossibleNeedsAReason) {
 TEST(PairCoverage, TheBackwardIsADimension) {
   EXPECT_EQ(value_of("b1.hq4.l4.s27.dqk24.f16.lse.bwd", "cpu.flash", "backward"), "on");
   EXPECT_EQ(value_of("b1.hq4.l4.s27.dqk24.f16.lse", "cpu.flash", "backward"), "off");
+}
+
+// The backward's lengths are judged against its own blocks: cpu.flash's backward takes 256
+// query rows of one head and 128 keys at a time, its forward 64 rows of a KV head's group.
+TEST(PairCoverage, TheBackwardsLengthsAreJudgedAgainstItsOwnBlocks) {
+  const std::string id = "b1.hq4.hkv2.l256.s195.dqk32.f16.lse.bwd";
+  EXPECT_EQ(value_of(id, "cpu.flash", "group_rows"), ">64");
+  EXPECT_EQ(value_of(id, "cpu.flash", "query_rows", IsaTarget::scalar, 1, PairPass::backward),
+            "=256");
+  EXPECT_EQ(value_of("b1.hq4.hkv2.l300.s128.dqk32.f16.lse.bwd", "cpu.flash", "query_rows",
+                     IsaTarget::scalar, 1, PairPass::backward),
+            ">256");
+  EXPECT_EQ(value_of(id, "cpu.flash", "keys", IsaTarget::scalar, 1, PairPass::backward), ">128");
+  // cpu.math's backward has no blocks of its own: the forward's cuts.
+  const Backend& math = find_backend_or_throw("cpu.math");
+  EXPECT_EQ(pair_dimensions(math, PairPass::backward)[16].values, pair_dimensions(math)[16].values);
+}
+
+TEST(PairCoverage, TheBackwardsPairsAreThoseOfBackwardJobs) {
+  const std::vector<const Backend*> backends = {&find_backend_or_throw("cpu.math"),
+                                                &find_backend_or_throw("cpu.flash"),
+                                                &find_backend_or_throw("cpu.mem_efficient")};
+  const Device device = with_isa_target(detect_cpu(), "scalar");
+  const CoveringSet set = generate_covering_set(backends, device);
+  ASSERT_EQ(set.backward_impossible.size(), 3u);
+  ASSERT_LT(set.backward_from, set.case_ids.size()) << "no case added for the backward";
+  const std::vector<std::string> forward_cases(
+      set.case_ids.begin(), set.case_ids.begin() + std::ptrdiff_t(set.backward_from));
+  for (std::size_t i = 0; i < 2; ++i) {
+    const Backend& b = *backends[i];
+    // Every possible pair of the backward, among the backward jobs; no pair with it off.
+    const auto cov = pair_coverage(b, jobs_at_one_and_two_threads(set.case_ids, b, device),
+                                   set.backward_impossible[i], PairPass::backward);
+    EXPECT_TRUE(cov.uncovered.empty())
+        << b.name() << ": " << describe_pair(cov.dimensions, cov.uncovered.front());
+    EXPECT_GT(cov.covered.size(), 500u) << b.name();
+    for (const auto* list : {&cov.covered, &cov.uncovered, &cov.impossible}) {
+      for (const auto& p : *list)
+        EXPECT_EQ(describe_pair(cov.dimensions, p).find("backward=off"), std::string::npos);
+    }
+    // The forward's cases alone, which meet every value with the backward on, leave pairs of
+    // the backward uncovered: the cases after backward_from are needed.
+    const auto less = pair_coverage(b, jobs_at_one_and_two_threads(forward_cases, b, device),
+                                    set.backward_impossible[i], PairPass::backward);
+    EXPECT_FALSE(less.uncovered.empty()) << b.name();
+    // The forward's pairs stay covered by the forward's cases.
+    EXPECT_TRUE(
+        pair_coverage(b, jobs_at_one_and_two_threads(forward_cases, b, device), set.impossible[i])
+            .uncovered.empty())
+        << b.name();
+  }
+  // A backend without a backward: every pair of its backward not possible, with the reason.
+  const auto none = pair_coverage(*backends[2], {}, set.backward_impossible[2], PairPass::backward);
+  EXPECT_TRUE(none.covered.empty() && none.uncovered.empty());
+  ASSERT_FALSE(none.impossible.empty());
+  EXPECT_EQ(none.impossible_reasons.front(), "the backend has no backward pass");
 }
 
 // A generated case whose attended keys dropout drops entirely has an output of zeros, which
