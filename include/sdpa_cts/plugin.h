@@ -139,8 +139,9 @@ enum {
   SDPA_CTS_CAP_BACKWARD = 1 << 17,            /* (2.1) has run_backward(): dQ, dK, dV */
   SDPA_CTS_CAP_BACKWARD_NEEDS_LSE = 1 << 18,  /* (2.1) run_backward() reads params->lse: the
                                                  host declines a backward case without lse */
-  SDPA_CTS_CAP_BIAS_GRADIENT = 1 << 19        /* (2.1) run_backward() also writes d bias
+  SDPA_CTS_CAP_BIAS_GRADIENT = 1 << 19,       /* (2.1) run_backward() also writes d bias
                                                  (params->d_bias) when a case asks for it */
+  SDPA_CTS_CAP_LAST = SDPA_CTS_CAP_BIAS_GRADIENT /* the highest bit defined (2.3) */
 };
 /* Traits the dispatcher's ordering rules read (docs/DISPATCH.md). Bits 1 and 2 are unused
  * (ABI 1's math and cuDNN traits, replaced by sdpa_cts_capabilities.pytorch_kernel). */

@@ -94,6 +94,19 @@ class Contract:
     deterministic: bool = False
     batch_invariant: bool = False
 
+    @classmethod
+    def every_input(cls, **declared) -> "Contract":
+        """A contract that takes every input the suite expresses (every feature of kind
+        "accepts" but the outputs lse and weights), with no restriction and no claim; keyword
+        arguments declare the rest (rounding, dtypes, lse=True, ...) or turn a feature off.
+        The default of check(), judge() and assert_conforms(), which judge what a function
+        computed whatever it takes."""
+        accepts = {name: True for name, kind in _core._features()
+                   if kind == "accepts" and name not in ("lse", "weights", "backward",
+                                                         "bias_gradient")}
+        accepts.update(declared)
+        return cls(**accepts)
+
     def _native(self):
         flags = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
                  if f.name not in ("accumulate", "p_type", "ds_type", "online_softmax",
@@ -211,7 +224,7 @@ def _progress_printer(total_hint: int):
     return progress
 
 
-def check(fn: Callable[[Case], Any], tier: str = "", *, contract: Contract = Contract(),
+def check(fn: Callable[[Case], Any], tier: str = "", *, contract: Optional[Contract] = None,
           sample: int = 0, seed: int = 0, ids: Optional[Iterable[str]] = None,
           golden: Optional[Iterable[str]] = None, filter: str = "", report: Optional[str] = None,
           threads: int = 0, progress: bool = True, grad: Any = False,
@@ -240,6 +253,7 @@ def check(fn: Callable[[Case], Any], tier: str = "", *, contract: Contract = Con
         return normalize_outputs(fn(case))
 
     grad_fn = make_grad_fn(fn, grad) if grad else None
+    contract = contract if contract is not None else Contract.every_input()
     lines = _core._run_cases(call, grad_fn, name, contract._native(), selected, threads,
                              tier or "custom", seed, report or "", expect or "",
                              _progress_printer(len(selected)) if progress else None)
@@ -250,7 +264,7 @@ def check(fn: Callable[[Case], Any], tier: str = "", *, contract: Contract = Con
     return Summary(verdicts, counts, sum(v.seconds for v in verdicts), report)
 
 
-def judge(case: Case, outputs: Any, contract: Contract = Contract()) -> Verdict:
+def judge(case: Case, outputs: Any, contract: Optional[Contract] = None) -> Verdict:
     """Judges ``outputs`` (O, or a dict with ``"o"``, ``"lse"``, ``"weights"``) as the outputs
     of ``case`` under ``contract``."""
     outputs = normalize_outputs(outputs)
@@ -258,6 +272,7 @@ def judge(case: Case, outputs: Any, contract: Contract = Contract()) -> Verdict:
     def recorded(_case):
         return outputs
 
+    contract = contract if contract is not None else Contract.every_input()
     lines = _core._run_cases(recorded, None, "outputs", contract._native(), [case], 0, "custom",
                              0, "", "", None)
     return Verdict._from_json(lines[0])
@@ -285,7 +300,7 @@ class Certification:
 
 
 def certify(fn: Callable[[Case], Any], profile: str, *, out: str,
-            contract: Contract = Contract(), seed: Optional[int] = None, threads: int = 0,
+            contract: Optional[Contract] = None, seed: Optional[int] = None, threads: int = 0,
             progress: bool = True, grad: Any = False) -> Certification:
     """Runs a certification profile (``"inference-core"``, ``"training"``, ``"long-context"``,
     ``"full"`` or a profile file) on ``fn`` as ``check`` does, and writes the bundle that
@@ -298,6 +313,7 @@ def certify(fn: Callable[[Case], Any], profile: str, *, out: str,
         return normalize_outputs(fn(case))
 
     grad_fn = make_grad_fn(fn, grad) if grad else None
+    contract = contract if contract is not None else Contract.every_input()
     v = _core._certify(call, grad_fn, name, contract._native(), profile, seed, out, threads,
                        _progress_printer(0) if progress else None)
     return Certification(v["met"], v["required"], v["required_passed"], v["required_mistrusted"],

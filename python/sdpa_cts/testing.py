@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from ._api import Case, Contract, judge
 
 
-def assert_conforms(case: Case, outputs: Any, contract: Contract = Contract()) -> None:
+def assert_conforms(case: Case, outputs: Any, contract: Optional[Contract] = None) -> None:
     """Raises AssertionError unless ``outputs`` pass the judge for ``case`` (NOT_SUPPORTED, a
     case outside ``contract``, raises pytest's skip when pytest is running). The message is
     the repro line, then where and by how much the bound was broken."""

@@ -389,10 +389,10 @@ NB_MODULE(_core, m) {
   // fields are checked against it (python/tests/test_api.py).
   m.def("_features", [] {
     nb::list out;
-    for (const FeatureInfo& f : feature_table()) {
-      const char* kind = f.kind == FeatureKind::accepts     ? "accepts"
-                         : f.kind == FeatureKind::restricts ? "restricts"
-                                                            : "property";
+    for (const sdpa::FeatureInfo& f : sdpa::feature_table()) {
+      const char* kind = f.kind == sdpa::FeatureKind::accepts     ? "accepts"
+                         : f.kind == sdpa::FeatureKind::restricts ? "restricts"
+                                                                  : "property";
       out.append(nb::make_tuple(f.name, kind));
     }
     return out;

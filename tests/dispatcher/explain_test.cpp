@@ -228,6 +228,7 @@ TEST(Explain, NamesOfVerdictsAndOutcomes) {
 TEST(Rules, PromoteByTraitsNotByName) {
   auto make = [](std::string name, DeviceKind kind, auto set) {
     Capabilities c = Capabilities::every_forward_input();
+    c.weights = false;
     c.dtypes = {DType::f32, DType::f16};
     c.device = kind;
     set(c.traits);

@@ -42,6 +42,7 @@ inline const Backend& fake_cpu_flash() {
     Capabilities c = Capabilities::every_forward_input();
     c.dtypes = {DType::f64, DType::f32, DType::f16, DType::bf16};
     c.different_v_dim = false;
+    c.weights = false;
     c.dropout = false;
     c.window = false;
     c.softcap = false;
@@ -61,6 +62,7 @@ inline const Backend& fake_cpu_mem_efficient() {
     Capabilities c = Capabilities::every_forward_input();
     c.dtypes = {DType::f64, DType::f32, DType::f16, DType::bf16};
     c.dropout = false;
+    c.weights = false;
     c.deterministic = true;
     c.traits.split_kv = true;
     return c;

@@ -85,7 +85,7 @@ TEST(FeatureTable, NamesAreUniqueAndEveryDefaultIsFalse) {
 }
 
 // Each row has its own ABI bit, and the rows cover every SDPA_CTS_CAP_* bit plugin.h defines
-// (bits 0 to 19, the last one SDPA_CTS_CAP_BIAS_GRADIENT).
+// (bits 0 to SDPA_CTS_CAP_LAST).
 TEST(FeatureTable, AbiBitsAreOnePerRowAndCoverTheHeader) {
   std::uint32_t all = 0;
   for (const FeatureInfo& f : feature_table()) {
@@ -93,7 +93,7 @@ TEST(FeatureTable, AbiBitsAreOnePerRowAndCoverTheHeader) {
     EXPECT_EQ(all & f.abi_bit, 0u) << f.name << " shares its bit";
     all |= f.abi_bit;
   }
-  EXPECT_EQ(all, (static_cast<std::uint32_t>(SDPA_CTS_CAP_BIAS_GRADIENT) << 1) - 1);
+  EXPECT_EQ(all, (static_cast<std::uint32_t>(SDPA_CTS_CAP_LAST) << 1) - 1);
 }
 
 // The plugin adapter reads every row's bit into the field of that name, and nothing else.
