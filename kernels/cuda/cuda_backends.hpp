@@ -11,6 +11,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "kernels/backend.hpp"
 
@@ -20,5 +21,16 @@ const Backend& flash_backend();          // cuda.flash: FlashAttention-2 (PyTorc
 const Backend& mem_efficient_backend();  // cuda.mem_efficient: CUTLASS kernel (EFFICIENT_ATTENTION)
 const Backend& math_backend();           // cuda.math: the composite math path (MATH), no checks
 const Backend& cudnn_backend();          // cuda.cudnn: cuDNN frontend SDPA graph (CUDNN_ATTENTION)
+
+// One architecture cut-off of cuda.mem_efficient's head-dim alignment rule (PyTorch's
+// minimum_gemm_alignment): from compute capability `from_sm`, head dims of this precision
+// must be multiples of `elements`. The rule and its boundary tests read the same data.
+struct AlignmentCut {
+  int from_sm;          // first architecture (major * 10 + minor) the cut applies to
+  bool half_precision;  // f16 / bf16 (true) or f32 (false)
+  int elements;         // the multiple; below every cut of its precision: 1
+};
+// The cuts, the latest first for each precision (the first that applies wins).
+const std::vector<AlignmentCut>& mem_efficient_alignment_cuts();
 
 }  // namespace sdpa::cuda

@@ -39,12 +39,21 @@ Capabilities mem_efficient_caps() {
   return c;
 }
 
+}  // namespace
+
 // PyTorch's minimum_gemm_alignment: tensor cores (sm80+, or sm70+ for f16 / bf16) need
 // 128-bit rows of the head dim; from sm80 f32 needs 4 elements too.
+const std::vector<AlignmentCut>& mem_efficient_alignment_cuts() {
+  static const std::vector<AlignmentCut> cuts = {{80, true, 8}, {80, false, 4}, {70, true, 8}};
+  return cuts;
+}
+
+namespace {
+
 int gemm_alignment(int sm, DType dtype) {
   const bool half = dtype == DType::f16 || dtype == DType::bf16;
-  if (sm >= 80) return half ? 8 : 4;
-  if (sm >= 70 && half) return 8;
+  for (const AlignmentCut& c : mem_efficient_alignment_cuts())  // the latest cut first
+    if (sm >= c.from_sm && half == c.half_precision) return c.elements;
   return 1;
 }
 

@@ -357,6 +357,60 @@ TEST(CudaMemEfficient, HeadDimAlignmentPerArchAndDtype) {
   EXPECT_TRUE(accepts(mem, "b1.hq2.l16.s16.dqk1024.f16.seed1.gen=normal", "sm80"));     // no limit
 }
 
+// The alignment rule at each of its cut-offs, generated from the rule's own data: at the cut's
+// first architecture a head dim off the multiple is declined and the multiple accepted; one
+// architecture below, that cut no longer applies (the next cut of its precision, or 1). A cut
+// moved in the code by one architecture, or a precision swapped, fails here; a cut moved in
+// the data fails the pin below.
+TEST(CudaMemEfficient, AlignmentRuleAtEveryCutOff) {
+  const auto& cuts = cuda::mem_efficient_alignment_cuts();
+  auto alignment = [&](int sm, bool half) {
+    for (const auto& c : cuts)
+      if (c.half_precision == half && sm >= c.from_sm) return c.elements;
+    return 1;
+  };
+  for (const auto& c : cuts) {
+    for (const char* dt : c.half_precision ? std::vector<const char*>{"f16", "bf16"}
+                                           : std::vector<const char*>{"f32"}) {
+      for (int sm : {c.from_sm, c.from_sm - 1}) {
+        if (std::string(dt) == "bf16" && sm < 80) continue;  // bf16 needs sm80 (its own rule)
+        const int a = alignment(sm, c.half_precision);
+        const std::string dev = "sm" + std::to_string(sm);
+        const auto id = [&](int d) {
+          return "b1.hq2.l16.s16.dqk" + std::to_string(d) + "." + dt + ".seed1.gen=normal";
+        };
+        SCOPED_TRACE(dev + " " + dt);
+        EXPECT_TRUE(accepts(mem, id(8 * a), dev));
+        if (a > 1) {
+          const int off = 8 * a + a / 2;  // a multiple of a / 2, not of a
+          EXPECT_TRUE(declines_with(
+              mem, id(off), dev,
+              "head dims must be multiples of " + std::to_string(a) + " for " + dt + " on " + dev +
+                  " (dqk=" + std::to_string(off) + ", dv=" + std::to_string(off) + ")"));
+        } else {
+          EXPECT_TRUE(accepts(mem, id(8 * 8 + 1), dev));
+        }
+      }
+    }
+  }
+}
+
+// The cut-offs are PyTorch's (sdp_utils.cpp, minimum_gemm_alignment): sm80 and later 8 for
+// f16 / bf16 and 4 for f32; sm70 to sm7x 8 for f16.
+TEST(CudaMemEfficient, AlignmentCutsArePyTorchs) {
+  const auto& cuts = cuda::mem_efficient_alignment_cuts();
+  ASSERT_EQ(cuts.size(), 3u);
+  EXPECT_EQ(cuts[0].from_sm, 80);
+  EXPECT_TRUE(cuts[0].half_precision);
+  EXPECT_EQ(cuts[0].elements, 8);
+  EXPECT_EQ(cuts[1].from_sm, 80);
+  EXPECT_FALSE(cuts[1].half_precision);
+  EXPECT_EQ(cuts[1].elements, 4);
+  EXPECT_EQ(cuts[2].from_sm, 70);
+  EXPECT_TRUE(cuts[2].half_precision);
+  EXPECT_EQ(cuts[2].elements, 8);
+}
+
 TEST(CudaMemEfficient, PointerAlignmentFromSm80) {
   const std::string off3 = "b1.hq2.l16.s16.dqk64.f16.off=3.seed1.gen=normal";
   for (const char* t : {"q", "k", "v", "o"}) {
