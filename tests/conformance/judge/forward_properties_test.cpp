@@ -58,8 +58,8 @@ TEST(ForwardProperties, BitsThatFollowTheThreadCountFailADeclaredDeterminism) {
     FakeBackend undeclared("fake", Fault::thread_dependent);
     EXPECT_EQ(judge_case(undeclared, kCase, threads).status, Status::pass) << threads;
   }
-  FakeBackend lse("fake", Fault::lse_thread_dependent);
-  lse.declare(true, false);
+  FakeBackend lse("fake", Fault::thread_dependent);
+  lse.at("lse").declare(true, false);
   const CaseOutcome o = judge_case(lse, kCase);
   EXPECT_EQ(o.status, Status::fail);
   EXPECT_NE(o.message.find("lse differs between"), std::string::npos) << o.message;

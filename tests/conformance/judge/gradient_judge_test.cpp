@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "conformance/engine/data_gen.hpp"
 #include "conformance/judge/gradient_tolerance.hpp"
@@ -23,21 +25,23 @@ namespace {
 
 enum class GradFault {
   none,
-  moved,
-  unwritten_dq,
+  moved,      // the planted element of the planted gradient (d bias: its element 0) moved by delta
+  unwritten,  // the planted gradient's last element unwritten (d bias: every element)
   nan_dv,
-  writes_o,
+  writes_input,   // one byte of the planted input flipped: q, k, v, mask, d_out, o or lse
+  writes_margin,  // one element of the planted gradient written just before its element 0
   throws,
-  thread_dependent,
-  rounds_to_f32,          // every dQ and dK element rounded to f32 (in an f64 problem)
+  thread_dependent,  // the planted element of the planted gradient one f32 ulp off, unless at 1
+                     // thread (d bias: its element 0)
+  rounds_to_f32,     // every dQ and dK element rounded to f32 (in an f64 problem)
   dbias_first_head_only,  // d bias of an H-broadcast mask from head 0's dS alone
-  unwritten_dbias
 };
 
 // Which gradient element a fault touches, and by how much a `moved` one moves.
 struct Plant {
-  std::int64_t b = 0, h = 0, row = 0, col = 0;  // element (b, h, row, col) of dK
+  std::int64_t b = 0, h = 0, row = 0, col = 0;  // element (b, h, row, col) of the tensor
   double delta = 0;
+  std::string tensor = "dk";  // dq, dk, dv, dbias; an input for writes_input
 };
 
 // The forward of testing::FakeBackend (the reference, rounded) and the reference's gradients
@@ -90,7 +94,7 @@ class GradFake : public Backend {
     const reference::Gradients r = reference::run_sdpa_backward(p, {f.q, f.k, f.v, f.mask}, d_out);
     auto write = [&](void* dst, const TensorLayout& t, const std::vector<double>& src,
                      std::int64_t heads, std::int64_t rows, std::int64_t cols, bool q_side,
-                     const char* name) {
+                     const std::string& name) {
       for (std::int64_t b = 0; b < B; ++b) {
         const std::int64_t valid = q_side ? seqlen_q(p, b) : seqlen_kv(p, b);
         const std::int64_t first = p.packed ? (q_side ? cuq[b] : cuk[b]) : 0;
@@ -99,12 +103,11 @@ class GradFake : public Backend {
             for (std::int64_t e = 0; e < cols; ++e) {
               const bool last = b == B - 1 && h == heads - 1 &&
                                 i == (p.packed ? valid : rows) - 1 && e == cols - 1;
-              if (fault_ == GradFault::unwritten_dq && q_side && last) continue;
+              if (fault_ == GradFault::unwritten && name == plant_.tensor && last) continue;
               double x = src[static_cast<std::size_t>(((b * heads + h) * rows + i) * cols + e)];
               const bool planted =
                   b == plant_.b && h == plant_.h && i == plant_.row && e == plant_.col;
-              if (fault_ == GradFault::moved && planted && std::string(name) == "dk")
-                x += plant_.delta;
+              if (fault_ == GradFault::moved && planted && name == plant_.tensor) x += plant_.delta;
               if (fault_ == GradFault::nan_dv && planted && std::string(name) == "dv") x = NAN;
               // dS rounded to f32 before the products: dQ and dK carry f32's relative error.
               if (fault_ == GradFault::rounds_to_f32 && std::string(name) != "dv")
@@ -112,7 +115,7 @@ class GradFake : public Backend {
               // A sum whose order follows the thread count: one unit in the last place of
               // the planted dK element moves with it (within the bound).
               if (fault_ == GradFault::thread_dependent && planted && options.threads != 1 &&
-                  std::string(name) == "dk")
+                  name == plant_.tensor)
                 x = std::nextafter(static_cast<float>(x), INFINITY);
               store_from_double(p.dtype, dst, element_offset(t, p.packed, b, h, first + i, e), x);
             }
@@ -121,7 +124,8 @@ class GradFake : public Backend {
     write(g.dq, p.q, r.dq, H, L, Dq, true, "dq");
     write(g.dk, p.k, r.dk, Hkv, S, Dq, false, "dk");
     write(g.dv, p.v, r.dv, Hkv, S, Dv, false, "dv");
-    if (p.bias_grad && fault_ != GradFault::unwritten_dbias) {
+    const bool dbias_planted = plant_.tensor == "dbias";
+    if (p.bias_grad && !(fault_ == GradFault::unwritten && dbias_planted)) {
       const StridedView mv = mask_view(p);
       std::vector<double> db = r.dbias;
       if (fault_ == GradFault::dbias_first_head_only && mv.stride[1] == 0) {
@@ -133,10 +137,29 @@ class GradFake : public Backend {
                                           j * mv.stride[3])] +=
                   r.ds[static_cast<std::size_t>((b * H * L + i) * S + j)];
       }
+      if (fault_ == GradFault::moved && dbias_planted) db[0] += plant_.delta;
+      if (fault_ == GradFault::thread_dependent && dbias_planted && options.threads != 1)
+        db[0] = std::nextafter(static_cast<float>(db[0]), INFINITY);
       for (std::size_t x = 0; x < db.size(); ++x)
         store_from_double(p.dtype, g.dbias, static_cast<std::int64_t>(x), db[x]);
     }
-    if (fault_ == GradFault::writes_o) store_from_double(p.dtype, f.o, 0, 3.0);
+    if (fault_ == GradFault::writes_margin) {
+      const std::string& t = plant_.tensor;
+      void* dst = t == "dq" ? g.dq : t == "dv" ? g.dv : t == "dbias" ? g.dbias : g.dk;
+      store_from_double(p.dtype, dst, -1, 0.0);
+    }
+    // Once: the judge runs the backward twice, and a second flip would undo the first.
+    if (fault_ == GradFault::writes_input && options.threads != 1) {
+      const std::string& t = plant_.tensor;
+      const void* in = t == "k"       ? f.k
+                       : t == "v"     ? f.v
+                       : t == "mask"  ? f.mask
+                       : t == "d_out" ? g.d_out
+                       : t == "o"     ? f.o
+                       : t == "lse"   ? static_cast<const void*>(f.lse)
+                                      : f.q;
+      static_cast<unsigned char*>(const_cast<void*>(in))[0] ^= 0x40;
+    }
   }
 
  private:
@@ -220,7 +243,8 @@ TEST(GradientJudge, DBiasIsJudgedPerStoredMaskElement) {
   const CaseOutcome one_head = judge_case(GradFake(GradFault::dbias_first_head_only), h_broadcast);
   EXPECT_EQ(one_head.status, Status::fail) << one_head.message;
   EXPECT_NE(one_head.message.find("dbias["), std::string::npos) << one_head.message;
-  const CaseOutcome unwritten = judge_case(GradFake(GradFault::unwritten_dbias), h_broadcast);
+  const CaseOutcome unwritten =
+      judge_case(GradFake(GradFault::unwritten, {0, 0, 0, 0, 0, "dbias"}), h_broadcast);
   EXPECT_EQ(unwritten.status, Status::fail);
   EXPECT_NE(unwritten.message.find("dbias"), std::string::npos) << unwritten.message;
   // A backend that does not compute d bias declines the case, with the reason.
@@ -230,7 +254,7 @@ TEST(GradientJudge, DBiasIsJudgedPerStoredMaskElement) {
 }
 
 TEST(GradientJudge, AnUnwrittenGradientElementIsAFailNamingTheTensor) {
-  const CaseOutcome o = judge_case(GradFake(GradFault::unwritten_dq), kCase);
+  const CaseOutcome o = judge_case(GradFake(GradFault::unwritten, {0, 0, 0, 0, 0, "dq"}), kCase);
   EXPECT_EQ(o.status, Status::fail);
   EXPECT_NE(o.message.find("dq"), std::string::npos) << o.message;
   EXPECT_NE(o.message.find("never written"), std::string::npos) << o.message;
@@ -243,7 +267,7 @@ TEST(GradientJudge, NanWhereAFiniteGradientIsExpectedIsAFail) {
 }
 
 TEST(GradientJudge, ABackwardThatWritesItsInputOIsAFail) {
-  const CaseOutcome o = judge_case(GradFake(GradFault::writes_o), kCase);
+  const CaseOutcome o = judge_case(GradFake(GradFault::writes_input, {0, 0, 0, 0, 0, "o"}), kCase);
   EXPECT_EQ(o.status, Status::fail);
   EXPECT_NE(o.message.find("input O"), std::string::npos) << o.message;
 }
@@ -302,6 +326,81 @@ TEST(GradientJudge, ABackwardWhoseBitsFollowTheThreadCountIsRecordedOrFailed) {
   const CaseOutcome exact = judge_case(GradFake(GradFault::none, {}, true), kCase);
   EXPECT_EQ(exact.status, Status::pass) << exact.message;
   EXPECT_FALSE(exact.nondeterministic_backward);
+}
+
+// Every check of the backward (docs/TESTING.md, "Every check tripped on purpose"), one planted
+// fault each, per tensor: the exact status, and a message that names the check and the tensor.
+// The case has every gradient (d bias of an additive mask broadcast over the heads) and every
+// input a backward reads (Q, K, V, the mask, dO, and the forward's O and LSE).
+TEST(GradientJudge, EveryBackwardCheckIsTrippedOnPurpose) {
+  constexpr const char* kAll = "b2.hq4.l13.s29.dqk16.f32.mask=add.mbc=h.lse.bwd.dbias.seed3";
+  struct Row {
+    GradFault fault;
+    std::string tensor;
+    bool deterministic;
+    Status status;
+    std::vector<std::string> says;  // fragments of the message, in order
+  };
+  std::vector<Row> rows = {{GradFault::none, "dk", true, Status::pass, {}},
+                           {GradFault::writes_input,
+                            "o",
+                            false,
+                            Status::fail,
+                            {"the backward wrote its input O: o: input byte 0", "modified"}},
+                           {GradFault::writes_input,
+                            "lse",
+                            false,
+                            Status::fail,
+                            {"the backward wrote its input LSE: lse: input byte 0", "modified"}}};
+  for (std::string input : {"q", "k", "v", "mask", "d_out"}) {
+    rows.push_back({GradFault::writes_input,
+                    input,
+                    false,
+                    Status::fail,
+                    {input + ": input byte 0 relative to element 0 was modified"}});
+  }
+  for (std::string t : {"dq", "dk", "dv", "dbias"}) {
+    const std::string element = t == "dbias" ? "[0,0,0,0] = " : "[0,1,4,2] = ";
+    rows.push_back({GradFault::writes_margin,
+                    t,
+                    false,
+                    Status::fail,
+                    {t + ": byte ", "written before the view"}});
+    rows.push_back(
+        {GradFault::unwritten, t, false, Status::fail, {t + ": element", "was never written"}});
+    rows.push_back({GradFault::moved,
+                    t,
+                    false,
+                    Status::fail,
+                    {"gradient error/tolerance", " at " + t + element}});
+    rows.push_back({GradFault::thread_dependent,
+                    t,
+                    true,
+                    Status::fail,
+                    {"the backward is not bitwise deterministic although the backend declares it",
+                     ": " + t + " differs between"}});
+    // Undeclared: a PASS that records the tensor.
+    rows.push_back({GradFault::thread_dependent,
+                    t,
+                    false,
+                    Status::pass,
+                    {"the backward is not bitwise deterministic: " + t + " differs between"}});
+  }
+  for (const Row& r : rows) {
+    const GradFake backend(r.fault, {0, 1, 4, 2, 1.0, r.tensor}, r.deterministic);
+    const CaseOutcome o = judge_case(backend, kAll);
+    const std::string row =
+        "fault " + std::to_string(static_cast<int>(r.fault)) + " on " + r.tensor + ": " + o.message;
+    EXPECT_EQ(o.status, r.status) << row;
+    EXPECT_EQ(o.nondeterministic_backward,
+              r.fault == GradFault::thread_dependent && !r.deterministic)
+        << row;
+    std::size_t at = 0;
+    for (const std::string& fragment : r.says) {
+      at = o.message.find(fragment, at);
+      ASSERT_NE(at, std::string::npos) << "'" << fragment << "' not in " << row;
+    }
+  }
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "conformance/engine/data_gen.hpp"
 #include "conformance/judge/memory_space.hpp"
@@ -173,6 +175,95 @@ TEST(Judge, TheCaseErrorIsTheLargestNotTheSum) {
   t.o[9] -= 0.008;
   const CaseOutcome o = t.judge_it();
   EXPECT_NEAR(o.max_abs_error, 0.01, 1e-5);
+}
+
+// Every check of the forward (docs/TESTING.md, "Every check tripped on purpose"), one planted
+// fault each, per tensor where the check is per tensor: the exact status, and a message that
+// names the check and the tensor. The same backend without the fault passes (the first row), so
+// each row's verdict is its fault's alone.
+TEST(Judge, EveryForwardCheckIsTrippedOnPurpose) {
+  // O, the LSE and the weights, and an additive mask (an input the backend could write).
+  constexpr const char* kAll =
+      "b2.hq4.hkv2.l13.s29.dqk16.dv8.f32.causal=br.mask=add.lse.attnw.seed3.gen=normal";
+  enum Declares { none = 0, det = 1, inv = 2 };  // the forward properties the backend declares
+  struct Row {
+    Fault fault;
+    const char* tensor;  // FakeBackend::at(); "" for the fault's default
+    int declares;
+    Status status;
+    const char* says;       // a fragment of the message: the check and the tensor ...
+    const char* then = "";  // ... and one that follows it
+    const char* id = kAll;
+  };
+  const Fault moved = Fault::moved, thread = Fault::thread_dependent,
+              batch = Fault::batch_dependent;
+  const Status fail = Status::fail;
+  const Row rows[] = {
+      {Fault::none, "", det | inv, Status::pass, ""},
+      // Guard bytes: a write just before element 0.
+      {Fault::writes_margin, "o", none, fail, "o: byte ", "written before the view"},
+      {Fault::writes_margin, "lse", none, fail, "lse: byte ", "written before the view"},
+      {Fault::writes_margin, "weights", none, fail, "weights: byte ", "written before the view"},
+      // Unwritten outputs: the last element left poisoned.
+      {Fault::skip_last_row, "o", none, fail, "o: element", "was never written"},
+      {Fault::skip_last_row, "lse", none, fail, "lse: element", "was never written"},
+      {Fault::skip_last_row, "weights", none, fail, "weights: element", "was never written"},
+      // Modified inputs: one byte of element 0.
+      {Fault::writes_input, "q", none, fail, "q: input byte 0 relative to element 0 was modified"},
+      {Fault::writes_input, "k", none, fail, "k: input byte 0 relative to element 0 was modified"},
+      {Fault::writes_input, "v", none, fail, "v: input byte 0 relative to element 0 was modified"},
+      {Fault::writes_input, "mask", none, fail, "mask: input byte 0 relative to element 0 was"},
+      // The bound: element 0 an eighth off.
+      {moved, "o", none, fail, "error/tolerance ", " at o[0,0,0,0] = "},
+      {moved, "lse", none, fail, "error/tolerance ", " at lse[0,0,0] = "},
+      {moved, "weights", none, fail, "error/tolerance ", " at weights[0] = "},
+      // Determinism (declared): one ulp that follows the thread count; a rerun that throws or
+      // writes an input.
+      {thread, "o", det, fail, "forward is not bitwise deterministic although",
+       ": o differs between the default thread count and 1 thread"},
+      {thread, "lse", det, fail, "forward is not bitwise deterministic although",
+       ": lse differs between"},
+      {thread, "weights", det, fail, "forward is not bitwise deterministic although",
+       ": weights differs between"},
+      {Fault::throws_on_rerun, "", det, fail,
+       "the forward threw on its second run (determinism check, 1 thread): fake rerun failure"},
+      {Fault::writes_input_on_rerun, "", det, fail,
+       "the forward's second run (determinism check) wrote an input: q: input byte 0"},
+      // Batch invariance (declared): one ulp that follows the batch; batch element 0 alone that
+      // throws, writes an input or leaves an output unwritten.
+      {batch, "o", inv, fail, "forward is not batch-invariant although",
+       ": o[0,0,0,0] differs between the batch of 2 and batch element 0 run alone"},
+      {batch, "lse", inv, fail, "forward is not batch-invariant although", ": lse[0,0,0] differs"},
+      {batch, "weights", inv, fail, "forward is not batch-invariant although",
+       ": weights[0,0,0,0] differs"},
+      {Fault::throws_on_rerun, "", inv, fail,
+       "the forward threw on batch element 0 alone (batch invariance check): fake rerun failure"},
+      {Fault::writes_input_on_rerun, "", inv, fail,
+       "batch element 0 alone (batch invariance check) wrote an input: q: input byte 0"},
+      {Fault::skips_on_rerun, "", inv, fail,
+       "batch element 0 alone (batch invariance check): o: ", "was never written"},
+      // MISTRUSTED: a correct backend where the exact output is zero on every attended row.
+      {Fault::none, "", det | inv, Status::mistrusted,
+       "the exact output is zero on every attended row", "cannot discriminate",
+       "b1.hq2.l8.s8.dqk8.f32.lse.attnw.seed1.gen=zeros"},
+      // The quality gate: within a (declared bf16) bound, worse than the naive f32 algorithm.
+      {Fault::bf16_rounding, "", none, Status::quality_warning, "within tolerance, but max error",
+       "the naive same-precision error", "b1.hq2.l16.s32.dqk16.f32.seed2.gen=normal"},
+  };
+  for (const Row& r : rows) {
+    FakeBackend backend("fake", r.fault);
+    backend.with_weights().declare((r.declares & det) != 0, (r.declares & inv) != 0);
+    if (*r.tensor) backend.at(r.tensor);
+    const Case c = parse_case_id_or_throw(r.id);
+    InputBuffers in = make_inputs(c);
+    const CaseOutcome o = judge(backend, c.problem, in, detect_cpu(), RunOptions{});
+    const std::string row = "fault " + std::to_string(static_cast<int>(r.fault)) + " on '" +
+                            r.tensor + "': " + o.message;
+    EXPECT_EQ(o.status, r.status) << row;
+    const std::size_t at = o.message.find(r.says);
+    ASSERT_NE(at, std::string::npos) << "'" << r.says << "' not in " << row;
+    EXPECT_NE(o.message.find(r.then, at), std::string::npos) << "'" << r.then << "' not in " << row;
+  }
 }
 
 TEST(Judge, CaptureUnit) {
