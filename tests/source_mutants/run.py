@@ -191,10 +191,10 @@ def pairs(src, build_dir, log):
             "seconds": time.time() - t0}
 
 
-def ctest(src, build_dir, log, labels):
+def ctest(src, build_dir, log, labels, regex=""):
     t0 = time.time()
     code, _ = run_logged(["ctest", "--test-dir", str(build_dir), "-L", labels, "-j2",
-                          "--stop-on-failure"], src, log)
+                          "--stop-on-failure"] + (["-R", regex] if regex else []), src, log)
     by = ""
     if code != 0:
         m = re.findall(r"\d+ - (\S+) \(", Path(log).read_text(errors="replace"))
@@ -289,6 +289,12 @@ def main():
                     help=f"comma-separated areas whose mutants to run (of {', '.join(AREAS)})")
     ap.add_argument("--fuzz-seconds", type=float, default=20)
     ap.add_argument("--ctest-labels", default="unit|kernels")
+    ap.add_argument("--ctest-regex", default="",
+                    help="only the tests of --ctest-labels whose names match (ctest -R): a "
+                         "mutant a subset kills, the whole set kills too")
+    ap.add_argument("--ctest-targets", default="",
+                    help="comma-separated build targets for the ctest mechanism (default: every "
+                         "target); the tests --ctest-regex selects must be among them")
     ap.add_argument("--ctest-areas", default="",
                     help="comma-separated areas whose mutants ctest runs on (default: all); "
                          "the others build sdpa-cts alone and show 'not run'")
@@ -369,7 +375,10 @@ def main():
             subprocess.run(cmd, cwd=src, check=True, stdout=subprocess.DEVNULL)
     logs = Path(args.scratch).resolve() / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    targets = [] if "ctest" in mechanisms else ["sdpa-cts"]
+    ctest_targets = [t for t in args.ctest_targets.split(",") if t]
+    if ctest_targets and "sdpa-cts" not in ctest_targets:
+        ctest_targets.append("sdpa-cts")
+    targets = ctest_targets if "ctest" in mechanisms else ["sdpa-cts"]
 
     control_log = logs / "control.log"
     control_log.write_text("")
@@ -382,7 +391,7 @@ def main():
         elif mech == "pairs":
             r = pairs(src, build_dir, control_log)
         elif mech == "ctest":
-            r = ctest(src, build_dir, control_log, args.ctest_labels)
+            r = ctest(src, build_dir, control_log, args.ctest_labels, args.ctest_regex)
         else:
             r = {"killed": False}  # the fuzzer's control: the unmutated backends (CI fuzzes them)
         if r["killed"]:
@@ -393,6 +402,10 @@ def main():
         command += f" --fuzz-seconds {args.fuzz_seconds:g}"
     if "ctest" in mechanisms:
         command += f" --ctest-labels '{args.ctest_labels}'"
+        if args.ctest_regex:
+            command += f" --ctest-regex '{args.ctest_regex}'"
+        if args.ctest_targets:
+            command += f" --ctest-targets {args.ctest_targets}"
         if ctest_areas:
             command += f" --ctest-areas {','.join(ctest_areas)}"
     if areas:
@@ -440,7 +453,7 @@ def main():
         try:
             path.write_text(mutated(original, m))
             # Every target (the tests too) only where ctest runs on this mutant.
-            mine = [] if "ctest" in mechanisms and runs("ctest", m) else ["sdpa-cts"]
+            mine = ctest_targets if "ctest" in mechanisms and runs("ctest", m) else ["sdpa-cts"]
             if not build(build_dir, mine, log):
                 r["error"] = first_error(log)
             else:
@@ -453,7 +466,7 @@ def main():
                     elif mech == "pairs":
                         r[mech] = pairs(src, build_dir, log)
                     elif mech == "ctest":
-                        r[mech] = ctest(src, build_dir, log, args.ctest_labels)
+                        r[mech] = ctest(src, build_dir, log, args.ctest_labels, args.ctest_regex)
                     else:
                         r[mech] = fuzz(src, build_dir, log, m["area"], args.fuzz_seconds)
         finally:

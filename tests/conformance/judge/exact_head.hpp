@@ -103,6 +103,19 @@ struct ExactHead {
     return weighted(i, d,
                     [&](std::int64_t r, std::int64_t j) { return std::fabs(logit[n(r * S + j)]); });
   }
+  // sum over the keys whose weight relative to the row's largest is below 2^-14 (those whose
+  // P may underflow in a kernel) of |V_jd|, divided by the sum of those relative weights (the
+  // subnormal term's magnitude, U).
+  double underflow_term(std::int64_t i, std::int64_t d) const {
+    long double big = -INFINITY, z = 0, u = 0;
+    for (std::int64_t j = 0; j < S; ++j) big = std::max<long double>(big, logit[n(i * S + j)]);
+    for (std::int64_t j = 0; j < S; ++j) {
+      const long double e = std::exp((long double)logit[n(i * S + j)] - big);
+      z += e;
+      if (e < 0x1p-14L) u += std::fabs(v[n(j * Dv + d)]);
+    }
+    return double(u / z);
+  }
   // sum_j P_ij |s_ij| and sum_j P_ij a_ij (the LSE's logit and dot-product magnitudes).
   double lse_logit_term(std::int64_t i) const { return row_sum(i, logit, true); }
   double lse_dot_term(std::int64_t i) const { return row_sum(i, dot_mag, false); }

@@ -35,15 +35,17 @@ constexpr double kLseFactor = 2;      // the row's LSE bound, twice, in P's rela
 
 PrecisionContract f32_contract() { return {}; }
 
-// Logits of about 10 to 11.5 (q = 1, k_j = 10 + j mod 7 / 4, head dim 1): the softmax spread
-// over the keys while every |s_j| is large, so the logits' own rounding (and exp's, and each
-// rescale's) dominates the dot products' (a_j = |s_j| at one dimension).
-void large_spread_logits(const Problem& p, InputBuffers& in) {
+// Logits of about Offset to Offset + 1.5 (q = 1, k_j = Offset + j mod 7 / 4, head dim 1): the
+// softmax spread over the keys while every |s_j| is large. At Offset 10 the logits' own
+// rounding (and exp's, and each rescale's) dominates the dot products' (a_j = |s_j| at one
+// dimension); at Offset 50 the LSE (about 52) is large, and so is its f32 rounding.
+template <int Offset>
+void spread_logits(const Problem& p, InputBuffers& in) {
   for (std::int64_t i = 0; i < p.len_q; ++i)
     store_from_double(p.dtype, in.q.data(), element_offset(p.q, false, 0, 0, i, 0), 1.0);
   for (std::int64_t j = 0; j < p.len_kv; ++j)
     store_from_double(p.dtype, in.k.data(), element_offset(p.k, false, 0, 0, j, 0),
-                      10.0 + double(j % 7) / 4);
+                      Offset + double(j % 7) / 4);
 }
 
 // V scaled by 2^-20: in f16 every value, and O, is subnormal.
@@ -54,6 +56,21 @@ void subnormal_v(const Problem& p, InputBuffers& in) {
       store_from_double(p.dtype, in.v.data(), off,
                         std::ldexp(load_as_double(p.dtype, in.v.data(), off), -20));
     }
+}
+
+// One key of logit 0 and V 0, three of logit -97 (weights about 2^-140, below f32's smallest
+// normal) and V about 2^126 (head dims 1): O is those three keys' products alone, and a
+// kernel's P there is off by up to half f32's subnormal spacing, far more than any relative
+// rounding of O.
+void underflowing_weights(const Problem& p, InputBuffers& in) {
+  for (std::int64_t i = 0; i < p.len_q; ++i)
+    store_from_double(p.dtype, in.q.data(), element_offset(p.q, false, 0, 0, i, 0), 1.0);
+  for (std::int64_t j = 0; j < p.len_kv; ++j) {
+    store_from_double(p.dtype, in.k.data(), element_offset(p.k, false, 0, 0, j, 0),
+                      j == 0 ? 0.0 : -97.0);
+    store_from_double(p.dtype, in.v.data(), element_offset(p.v, false, 0, 0, j, 0),
+                      j == 0 ? 0.0 : std::ldexp(1.0 + double(j) / 8, 126));
+  }
 }
 
 // Per-element terms of O ([L, Dv]), the LSE ([L]) and the weights ([L, S]).
@@ -131,12 +148,17 @@ std::vector<ForwardEdge> edges() {
          return kSafety * std::sqrt(double(h.Dq)) * u32 * h.dot_term(i, d);
        })},
       {"logits, exp and rescales", "b1.hq1.hkv1.l8.s64.dqk1.dv4.f32.seed16.gen=normal", online,
-       large_spread_logits, "o", per_output([](const ExactHead& h, auto i, auto d) {
+       spread_logits<10>, "o", per_output([](const ExactHead& h, auto i, auto d) {
          return kSafety * (2.0 + double(h.S)) * u32 * h.logit_term(i, d);
        })},
       {"tensor-core blocks", "b1.hq1.hkv1.l4.s512.dqk16.dv16.f32.scale=0.0001.seed17.gen=normal",
        tensor_core, nullptr, "o", per_output([tc_growth](const ExactHead& h, auto i, auto d) {
          return tc_growth(double(h.S), 16, 0) * u32 * h.weighted_abs_v(i, d);
+       })},
+      {"P below the smallest normal", "b1.hq1.hkv1.l2.s4.dqk1.dv1.f32.seed26.gen=normal",
+       f32_contract(), underflowing_weights, "o",
+       per_output([](const ExactHead& h, auto i, auto d) {
+         return 0.5 * 0x1p-149 * h.underflow_term(i, d);
        })},
       {"subnormal floor (f16)", "b1.hq1.hkv1.l16.s16.dqk16.dv16.f16.seed18.gen=normal",
        f32_contract(), subnormal_v, "o", per_output([](const ExactHead& h, auto, auto) {
@@ -156,7 +178,7 @@ std::vector<ForwardEdge> edges() {
          return kSafety * std::sqrt(double(h.Dq)) * u32 * h.lse_dot_term(i);
        })},
       {"the LSE's logits, exp and rescales",
-       "b1.hq1.hkv1.l8.s64.dqk1.dv4.f32.lse.seed22.gen=normal", online, large_spread_logits, "lse",
+       "b1.hq1.hkv1.l8.s64.dqk1.dv4.f32.lse.seed22.gen=normal", online, spread_logits<10>, "lse",
        per_row([](const ExactHead& h, auto i) {
          return kSafety * (2.0 + double(h.S)) * u32 * h.lse_logit_term(i);
        })},
@@ -172,6 +194,11 @@ std::vector<ForwardEdge> edges() {
       {"the weights' LSE term", "b1.hq1.hkv1.l8.s16.dqk256.dv16.f32.attnw.seed25.gen=normal",
        f32_contract(), nullptr, "weights", per_weight([](const ExactHead& h, auto i, double p) {
          return kLseFactor * kSafety * std::sqrt(double(h.Dq)) * u32 * h.lse_dot_term(i) * p;
+       })},
+      {"the LSE's rounding inside the weights (f64 accumulation)",
+       "b1.hq1.hkv1.l4.s8.dqk1.dv4.f32.lse.attnw.seed27.gen=normal", f64_acc, spread_logits<50>,
+       "weights", per_weight([](const ExactHead& h, auto i, double p) {
+         return kLseFactor * u32 * std::fabs(h.lse[ExactHead::n(i)]) * p;
        })},
   };
 }
