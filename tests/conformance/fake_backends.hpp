@@ -28,6 +28,8 @@ enum class Fault {
   writes_margin,  // correct, plus one element written just before the tensor's element 0
   writes_input,   // correct, plus one byte of the input (q, k, v or mask) changed
   moved,          // the tensor's first element 1/8 off: far beyond any bound
+  moved_last,     // the tensor's last element (the last batch element's last head) 1/8 off
+  declines_batch_of_one,  // correct, but supports() declines problems of one batch element
   // Within the bound, but the first element of the tensor named by at() ("o" by default) one
   // unit in the last place of f32 off (toward +inf) ...
   thread_dependent,  // ... unless run at 1 thread: bits that follow the thread count
@@ -77,6 +79,8 @@ class FakeBackend : public Backend {
     Support s;
     check_capabilities(caps_, p, d, s);
     if (fault_ == Fault::declines) s.decline("this fake declines everything");
+    if (fault_ == Fault::declines_batch_of_one && p.batch == 1)
+      s.decline("this fake declines a batch of one");
     return s;
   }
   void run(const LoweredProblem& lowered, const Device&, const RunOptions& options) const override {
@@ -116,6 +120,7 @@ class FakeBackend : public Backend {
             if (first && target == "o" && nudge)
               x = std::nextafter(static_cast<float>(x), INFINITY);
             if (first && target == "o" && fault_ == Fault::moved) x += 0.125;
+            if (last && target == "o" && fault_ == Fault::moved_last) x += 0.125;
             if (last && fault_ == Fault::skips_on_rerun && rerun) continue;
             store_from_double(p.dtype, b.o, off, x);
           }
@@ -126,6 +131,7 @@ class FakeBackend : public Backend {
       for (std::size_t x = 0; x < n; ++x) b.lse[x] = static_cast<float>(r.lse[x]);
       if (nudge && target == "lse") b.lse[0] = std::nextafter(b.lse[0], INFINITY);
       if (fault_ == Fault::moved && target == "lse") b.lse[0] += 0.125f;
+      if (fault_ == Fault::moved_last && target == "lse") b.lse[n - 1] += 0.125f;
     }
     if (p.want_weights && !r.weights.empty()) {
       const std::size_t n =
@@ -135,6 +141,7 @@ class FakeBackend : public Backend {
         if (x == 0 && target == "weights" && nudge)
           w = std::nextafter(static_cast<float>(w), INFINITY);
         if (x == 0 && target == "weights" && fault_ == Fault::moved) w += 0.125;
+        if (x + 1 == n && target == "weights" && fault_ == Fault::moved_last) w += 0.125;
         store_from_double(p.dtype, b.weights, static_cast<std::int64_t>(x), w);
       }
     }

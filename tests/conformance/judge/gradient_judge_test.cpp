@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -339,7 +340,8 @@ TEST(GradientJudge, EveryBackwardCheckIsTrippedOnPurpose) {
     std::string tensor;
     bool deterministic;
     Status status;
-    std::vector<std::string> says;  // fragments of the message, in order
+    std::vector<std::string> says;                  // fragments of the message, in order
+    std::array<std::int64_t, 4> at = {0, 1, 4, 2};  // the planted element (b, h, row, col)
   };
   std::vector<Row> rows = {{GradFault::none, "dk", true, Status::pass, {}},
                            {GradFault::writes_input,
@@ -373,6 +375,14 @@ TEST(GradientJudge, EveryBackwardCheckIsTrippedOnPurpose) {
                     false,
                     Status::fail,
                     {"gradient error/tolerance", " at " + t + element}});
+    if (t != "dbias") {  // ... and in the last (b, h) slice: no slice is skipped
+      rows.push_back({GradFault::moved,
+                      t,
+                      false,
+                      Status::fail,
+                      {"gradient error/tolerance", " at " + t + "[1,3,12,7] = "},
+                      {1, 3, 12, 7}});
+    }
     rows.push_back({GradFault::thread_dependent,
                     t,
                     true,
@@ -387,7 +397,8 @@ TEST(GradientJudge, EveryBackwardCheckIsTrippedOnPurpose) {
                     {"the backward is not bitwise deterministic: " + t + " differs between"}});
   }
   for (const Row& r : rows) {
-    const GradFake backend(r.fault, {0, 1, 4, 2, 1.0, r.tensor}, r.deterministic);
+    const GradFake backend(r.fault, {r.at[0], r.at[1], r.at[2], r.at[3], 1.0, r.tensor},
+                           r.deterministic);
     const CaseOutcome o = judge_case(backend, kAll);
     const std::string row =
         "fault " + std::to_string(static_cast<int>(r.fault)) + " on " + r.tensor + ": " + o.message;
@@ -401,6 +412,22 @@ TEST(GradientJudge, EveryBackwardCheckIsTrippedOnPurpose) {
       ASSERT_NE(at, std::string::npos) << "'" << fragment << "' not in " << row;
     }
   }
+}
+
+// A backward whose backend runs in another memory space: the judge runs backward passes in
+// host memory only, and says so before anything runs (NOT_SUPPORTED, not a FAIL).
+TEST(GradientJudge, ABackwardInAnotherMemorySpaceIsNotSupported) {
+  class InDeviceMemory final : public GradFake {
+   public:
+    InDeviceMemory() : GradFake(GradFault::none) {}
+    MemorySpace run_memory_space(const Device&) const override { return MemorySpace::test_device; }
+  };
+  const CaseOutcome o = judge_case(InDeviceMemory(), "b1.hq2.l9.s17.dqk16.f32.lse.bwd.seed3");
+  EXPECT_EQ(o.status, Status::not_supported) << o.message;
+  EXPECT_EQ(o.message,
+            "the judge runs a backward pass in host memory only, and this backend takes "
+            "test_device memory")
+      << o.message;
 }
 
 }  // namespace

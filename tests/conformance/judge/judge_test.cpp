@@ -217,6 +217,10 @@ TEST(Judge, EveryForwardCheckIsTrippedOnPurpose) {
       {moved, "o", none, fail, "error/tolerance ", " at o[0,0,0,0] = "},
       {moved, "lse", none, fail, "error/tolerance ", " at lse[0,0,0] = "},
       {moved, "weights", none, fail, "error/tolerance ", " at weights[0] = "},
+      // ... and in the last (b, h) slice: no slice is skipped.
+      {Fault::moved_last, "o", none, fail, "error/tolerance ", " at o[1,3,12,7] = "},
+      {Fault::moved_last, "lse", none, fail, "error/tolerance ", " at lse[1,3,12] = "},
+      {Fault::moved_last, "weights", none, fail, "error/tolerance ", " at weights[3015] = "},
       // Determinism (declared): one ulp that follows the thread count; a rerun that throws or
       // writes an input.
       {thread, "o", det, fail, "forward is not bitwise deterministic although",
@@ -242,6 +246,9 @@ TEST(Judge, EveryForwardCheckIsTrippedOnPurpose) {
        "batch element 0 alone (batch invariance check) wrote an input: q: input byte 0"},
       {Fault::skips_on_rerun, "", inv, fail,
        "batch element 0 alone (batch invariance check): o: ", "was never written"},
+      {Fault::declines_batch_of_one, "", inv, Status::pass,
+       "batch invariance not checked: batch element 0 alone is declined (",
+       "this fake declines a batch of one)"},
       // MISTRUSTED: a correct backend where the exact output is zero on every attended row.
       {Fault::none, "", det | inv, Status::mistrusted,
        "the exact output is zero on every attended row", "cannot discriminate",
@@ -249,6 +256,9 @@ TEST(Judge, EveryForwardCheckIsTrippedOnPurpose) {
       // The quality gate: within a (declared bf16) bound, worse than the naive f32 algorithm.
       {Fault::bf16_rounding, "", none, Status::quality_warning, "within tolerance, but max error",
        "the naive same-precision error", "b1.hq2.l16.s32.dqk16.f32.seed2.gen=normal"},
+      // ... and not run, and said so, above the naive baseline's size limit.
+      {Fault::bf16_rounding, "", none, Status::pass, "quality gate not run: problem larger",
+       "than the naive-baseline limit", "b1.hq1.l2048.s8192.dqk8.f32.seed2.gen=normal"},
   };
   for (const Row& r : rows) {
     FakeBackend backend("fake", r.fault);
