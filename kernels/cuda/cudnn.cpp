@@ -41,10 +41,6 @@ Capabilities cudnn_caps() {
   return c;
 }
 
-}  // namespace
-
-namespace {
-
 // The bounds of a gate, for its reason text ("8.9.6", "above 9.11.0 and below 9.14.0").
 const CudnnVersionGate& gate_row(CudnnGate gate) {
   for (const CudnnVersionGate& g : cudnn_version_gates())
@@ -69,7 +65,8 @@ class Cudnn final : public detail::DescriptorBackend {
     const int sm = device.cuda.sm;
     const std::string have = " (device has " + cudnn_version_name(v) + ")";
     if (v <= 0) {
-      s.decline("no cuDNN library on " + device.name + "; cuDNN attention needs 8.9.3 or newer");
+      s.decline("no cuDNN library on " + device.name + "; cuDNN attention needs " +
+                until_name(CudnnGate::no_sdpa) + " or newer");
       return s;
     }
     if (cudnn_gate_applies(CudnnGate::no_sdpa, v)) {
