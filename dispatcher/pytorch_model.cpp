@@ -1,8 +1,11 @@
 #include "dispatcher/pytorch_model.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <stdexcept>
 
+#include "kernels/cuda/cudnn_rules.hpp"
 #include "kernels/lowered_problem.hpp"
 #include "kernels/registry.hpp"
 
@@ -252,6 +255,17 @@ TorchCall torch_call(const Problem& p) {
   return call;
 }
 
+// The consumer architectures (sm86, sm89, sm120; sm121 shares sm120's shared memory) and the
+// head-dim bands there: (192, 224] always, above 224 with dropout.
+const std::vector<int>& flash_training_consumer_archs() {
+  static const std::vector<int> archs = {86, 89, 120, 121};
+  return archs;
+}
+const std::vector<FlashTrainingBand>& flash_training_head_dim_bands() {
+  static const std::vector<FlashTrainingBand> bands = {{192, 224, false}, {224, INT64_MAX, true}};
+  return bands;
+}
+
 namespace {
 
 // The training rules (inputs that require grad) of PyTorch's picker, from its source (ATen's
@@ -268,11 +282,17 @@ void training_checks(const Backend& b, const TorchCall& call, const Device& devi
   const int sm = device.cuda.sm;
   // check_requires_grad_and_head_dim_gt192_constraints_on_sm86_89_or_120: FlashAttention's
   // backward cannot run these head dims on the consumer architectures' shared memory.
-  const bool consumer = sm == 86 || sm == 89 || sm == 120 || sm == 121;
+  const auto& archs = flash_training_consumer_archs();
+  const bool consumer = std::find(archs.begin(), archs.end(), sm) != archs.end();
   const std::int64_t d = p.head_dim_qk;
-  if (kind == "flash" && consumer && ((d > 192 && d <= 224) || (d > 224 && p.dropout_p > 0))) {
+  for (const FlashTrainingBand& band : flash_training_head_dim_bands()) {
+    if (kind != "flash" || !consumer || d <= band.above || d > band.up_to) continue;
+    if (band.only_with_dropout && !(p.dropout_p > 0)) continue;
+    const bool open = band.up_to == INT64_MAX;
     s.decline("training (inputs require grad) with head dim " + str(d) +
-              (d > 224 ? " > 224 and dropout p=" + format_p(p.dropout_p) : " in (192, 224]") +
+              (open ? " > " + str(band.above)
+                    : " in (" + str(band.above) + ", " + str(band.up_to) + "]") +
+              (band.only_with_dropout ? " and dropout p=" + format_p(p.dropout_p) : "") +
               " is not supported by flash on " + sm_name(sm) +
               " (check_requires_grad_and_head_dim_gt192_constraints_on_sm86_89_or_120)");
   }
@@ -281,7 +301,7 @@ void training_checks(const Backend& b, const TorchCall& call, const Device& devi
   // (<= 128, <= 128), (192, 128) and (256, 256). (The check also needs a cuDNN frontend of
   // 1.24 or newer in the wheel's build: a build fact, assumed.)
   const int v = device.cuda.cudnn_version;
-  const bool d256 = (sm == 90 || sm / 10 == 10) && v > 92200 && !(sm == 107 && v <= 92500);
+  const bool d256 = cuda::cudnn_head_dim_limit(sm, v) > cuda::kCudnnBaseHeadDimLimit;
   const std::int64_t dv = p.head_dim_v;
   if (kind == "cudnn" && d256 &&
       !((d <= 128 && dv <= 128) || (d == 192 && dv == 128) || (d == 256 && dv == 256))) {

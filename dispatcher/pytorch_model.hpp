@@ -10,6 +10,7 @@
 // the model against the real PyTorch.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,6 +63,20 @@ struct TorchCall {
 
 // The call PyTorch's public API makes of `p` (a valid problem).
 TorchCall torch_call(const Problem& p);
+
+// PyTorch's check_requires_grad_and_head_dim_gt192_constraints_on_sm86_89_or_120, as data:
+// in training (inputs that require grad), flash declines a head dim d with above < d <= up_to
+// (with dropout only, when only_with_dropout) on each consumer architecture, whose shared
+// memory cannot hold FlashAttention's backward tiles. Read by pytorch_route_checks; the
+// boundary tests generate d = above, above + 1, up_to, up_to + 1 on each architecture and its
+// neighbours from it.
+struct FlashTrainingBand {
+  std::int64_t above;  // exclusive
+  std::int64_t up_to;  // inclusive; INT64_MAX for an open band
+  bool only_with_dropout;
+};
+const std::vector<int>& flash_training_consumer_archs();  // compute capabilities, e.g. 86
+const std::vector<FlashTrainingBand>& flash_training_head_dim_bands();
 
 // Rules of the model that are not a backend's own supports(): the jagged picker's extra
 // checks on NestedTensor inputs, and the training rules (inputs that require grad).

@@ -5,7 +5,6 @@
 #include <functional>
 
 namespace sdpa::dispatcher {
-namespace {
 
 // Moves the backends matching `pick` to the front, keeping the relative order of both
 // groups. Returns the names moved.
@@ -18,6 +17,37 @@ std::vector<std::string> promote(std::vector<const Backend*>& order,
   }
   return moved;
 }
+
+// Moves the backends matching `pick` to the back, keeping the relative order of both groups.
+std::vector<std::string> demote(std::vector<const Backend*>& order,
+                                const std::function<bool(const Backend&)>& pick) {
+  std::vector<std::string> moved;
+  std::stable_partition(order.begin(), order.end(), [&](const Backend* b) { return !pick(*b); });
+  for (const Backend* b : order) {
+    if (pick(*b)) moved.emplace_back(b->name());
+  }
+  return moved;
+}
+
+// PyTorch's check_prefer_cudnn_attention (sdp_utils.cpp): sm9x / sm10x with cuDNN > 9.15.0,
+// minor 0 or 3 unless the CUDA runtime is 13.0 or newer.
+const CudnnPreference& cudnn_preference() {
+  static const CudnnPreference p = {{9, 10}, 91500, {0, 3}, 13000};
+  return p;
+}
+
+bool cudnn_preferred_on(const Device& device) {
+  const CudnnPreference& pref = cudnn_preference();
+  const int sm = device.cuda.sm, major = sm / 10, minor = sm % 10;
+  const auto in = [](const std::vector<int>& v, int x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
+  const bool minor_ok =
+      device.cuda.cuda_runtime >= pref.any_minor_from_runtime || in(pref.minors, minor);
+  return in(pref.majors, major) && device.cuda.cudnn_version > pref.above_version && minor_ok;
+}
+
+namespace {
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 
@@ -56,17 +86,13 @@ std::vector<RuleFiring> apply_rules(const Problem& p, const Device& device,
   const bool gpu = device.kind == DeviceKind::cuda;
 
   // cudnn_preferred: PyTorch's check_prefer_cudnn_attention (sdp_utils.cpp).
-  if (gpu) {
-    const int sm = device.cuda.sm, major = sm / 10, minor = sm % 10;
-    const int v = device.cuda.cudnn_version;
-    const bool minor_ok = device.cuda.cuda_runtime >= 13000 || minor == 0 || minor == 3;
-    if ((major == 9 || major == 10) && v > 91500 && minor_ok) {
-      fire(
-          "cudnn_preferred",
-          sm_name(sm) + " with cuDNN " + cudnn_version_name(v) +
-              " > 9.15.0: PyTorch puts cuDNN first on sm9x / sm10x",
-          [](const Backend& b) { return b.capabilities().traits.pytorch == PytorchKernel::cudnn; });
-    }
+  if (gpu && cudnn_preferred_on(device)) {
+    const int sm = device.cuda.sm, v = device.cuda.cudnn_version;
+    fire("cudnn_preferred",
+         sm_name(sm) + " with cuDNN " + cudnn_version_name(v) + " > " +
+             cudnn_version_name(cudnn_preference().above_version) +
+             ": PyTorch puts cuDNN first on sm9x / sm10x",
+         [](const Backend& b) { return b.capabilities().traits.pytorch == PytorchKernel::cudnn; });
   }
 
   // decode_split_kv: one query row per (b, h) cannot fill the device; splitting the keys can.

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kernels/backend.hpp"
@@ -32,5 +33,33 @@ struct AlignmentCut {
 };
 // The cuts, the latest first for each precision (the first that applies wins).
 const std::vector<AlignmentCut>& mem_efficient_alignment_cuts();
+
+// The compute capabilities a CUDA descriptor runs on, [from_sm, to_sm] (PyTorch's
+// check_sm_version / check_runtime_arch for each kernel). Each descriptor's supports() reads
+// its row; the boundary tests generate sm(from - 1), sm(from), sm(to), sm(to + 1) from it.
+struct ArchRange {
+  const char* backend;  // "cuda.flash", ...
+  int from_sm;
+  int to_sm;
+};
+const std::vector<ArchRange>& cuda_arch_ranges();
+// The row of `backend`; throws std::logic_error for a backend without one.
+const ArchRange& cuda_arch_range(std::string_view backend);
+
+// One architecture cut-off of a dtype: `backend` takes `dtype` from compute capability
+// `from_sm` (cuda.mem_efficient: bf16 from sm80, PyTorch's check_bf16_supported).
+struct DtypeArchCut {
+  const char* backend;
+  DType dtype;
+  int from_sm;
+};
+const std::vector<DtypeArchCut>& cuda_dtype_arch_cuts();
+
+// cuda.mem_efficient checks the base pointers' 16-byte alignment from this architecture on
+// (PyTorch's check for sm80 and newer in can_use_mem_efficient_attention).
+inline constexpr int kMemEfficientPointerAlignmentFromSm = 80;
+
+// cuda.cudnn's head-dim limits and version gates: kernels/cuda/cudnn_rules.hpp (header-only,
+// so that the PyTorch policy's training rules read them without linking the CUDA family).
 
 }  // namespace sdpa::cuda

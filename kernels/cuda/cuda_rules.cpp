@@ -4,6 +4,20 @@
 
 namespace sdpa::cuda {
 
+// PyTorch's check_sm_version: flash and cuDNN from sm80 (Ampere), mem-efficient from sm50
+// (Maxwell); every one up to sm121, the newest architecture PyTorch's wheels are built for.
+const std::vector<ArchRange>& cuda_arch_ranges() {
+  static const std::vector<ArchRange> ranges = {
+      {"cuda.flash", 80, 121}, {"cuda.mem_efficient", 50, 121}, {"cuda.cudnn", 80, 121}};
+  return ranges;
+}
+
+const ArchRange& cuda_arch_range(std::string_view backend) {
+  for (const ArchRange& r : cuda_arch_ranges())
+    if (backend == r.backend) return r;
+  throw std::logic_error("no architecture range for " + std::string(backend));
+}
+
 namespace detail {
 
 bool check_cuda_device(const Capabilities& caps, const Device& device, Support& s) {
@@ -12,8 +26,9 @@ bool check_cuda_device(const Capabilities& caps, const Device& device, Support& 
   return false;
 }
 
-void check_sm_range(std::string_view backend, int lo, int hi, const Device& device, Support& s) {
-  const int sm = device.cuda.sm;
+void check_sm_range(std::string_view backend, const Device& device, Support& s) {
+  const ArchRange& r = cuda_arch_range(backend);
+  const int sm = device.cuda.sm, lo = r.from_sm, hi = r.to_sm;
   if (sm < lo || sm > hi) {
     s.decline("compute capability " + sm_name(sm) + " is outside the supported range [" +
               sm_name(lo) + ", " + sm_name(hi) + "]");

@@ -14,8 +14,9 @@ namespace sdpa::cuda::detail {
 // a GPU: the other rules are about GPU properties and would only add noise.
 bool check_cuda_device(const Capabilities& caps, const Device& device, Support& s);
 
-// sm in [lo, hi], else "<backend> needs compute capability smLO to smHI, device is smXY".
-void check_sm_range(std::string_view backend, int lo, int hi, const Device& device, Support& s);
+// sm in the backend's row of cuda_arch_ranges() [lo, hi], else "compute capability smXY is
+// outside the supported range [smLO, smHI]".
+void check_sm_range(std::string_view backend, const Device& device, Support& s);
 
 // The device's launch limits against a configuration's needs: shared memory per block, and
 // threads times registers per thread against the registers of a multiprocessor (one block per

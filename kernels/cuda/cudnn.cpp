@@ -3,7 +3,9 @@
 // the suite has no cuDNN kernel, run() throws, and the suite policy never selects it.
 // cuDNN versions are encoded major * 10000 + minor * 100 + patch (9.16.0 = 91600).
 #include <cmath>
+#include <stdexcept>
 
+#include "kernels/cuda/cudnn_rules.hpp"
 #include "kernels/cuda/descriptor.hpp"
 
 namespace sdpa::cuda {
@@ -39,6 +41,14 @@ Capabilities cudnn_caps() {
   return c;
 }
 
+// The bounds of a gate, for its reason text ("8.9.6", "above 9.11.0 and below 9.14.0").
+const CudnnVersionGate& gate_row(CudnnGate gate) {
+  for (const CudnnVersionGate& g : cudnn_version_gates())
+    if (g.gate == gate) return g;
+  throw std::logic_error("cuda.cudnn: no version gate row");
+}
+std::string until_name(CudnnGate gate) { return cudnn_version_name(gate_row(gate).until_version); }
+
 class Cudnn final : public detail::DescriptorBackend {
  public:
   Cudnn() : DescriptorBackend("cuda.cudnn", cudnn_caps()) {}
@@ -55,39 +65,44 @@ class Cudnn final : public detail::DescriptorBackend {
     const int sm = device.cuda.sm;
     const std::string have = " (device has " + cudnn_version_name(v) + ")";
     if (v <= 0) {
-      s.decline("no cuDNN library on " + device.name + "; cuDNN attention needs 8.9.3 or newer");
+      s.decline("no cuDNN library on " + device.name + "; cuDNN attention needs " +
+                until_name(CudnnGate::no_sdpa) + " or newer");
       return s;
     }
-    if (v < 80903) s.decline("cuDNN " + cudnn_version_name(v) + " has no SDPA; it needs 8.9.3");
+    if (cudnn_gate_applies(CudnnGate::no_sdpa, v)) {
+      s.decline("cuDNN " + cudnn_version_name(v) + " has no SDPA; it needs " +
+                until_name(CudnnGate::no_sdpa));
+    }
     const bool dropout = p.dropout_p > 0;
-    // PyTorch's gate is 91100 < version < 91400: 9.11.0 itself keeps dropout.
-    if (dropout && v > 91100 && v < 91400) {
-      s.decline("dropout is disabled with cuDNN above 9.11.0 and below 9.14.0" + have);
+    if (dropout && cudnn_gate_applies(CudnnGate::dropout_disabled, v)) {
+      const CudnnVersionGate& g = gate_row(CudnnGate::dropout_disabled);
+      s.decline("dropout is disabled with cuDNN above " + cudnn_version_name(g.from_version - 1) +
+                " and below " + cudnn_version_name(g.until_version) + have);
     }
     Capabilities generic = capabilities();
     generic.max_head_dim = 0;  // the limit depends on arch and version, checked below
     check_capabilities(generic, lowered, device, s);
-    detail::check_sm_range(name(), 80, 121, device, s);
+    detail::check_sm_range(name(), device, s);
     if (dropout && std::fmod(p.dropout_p * 16.0, 1.0) != 0.0) {
       s.decline("dropout p=" + format_p(p.dropout_p) + " is not a multiple of 1/16");
     }
     check_head_dims(p, sm, v, s);
-    if (v < 80906) {
-      if (dropout) s.decline("dropout needs cuDNN 8.9.6 or newer" + have);
-      if (p.len_kv % 64 != 0) {
-        s.decline("S=" + std::to_string(p.len_kv) +
-                  " is not a multiple of 64, needed below cuDNN 8.9.6" + have);
-      }
+    if (dropout && cudnn_gate_applies(CudnnGate::dropout, v)) {
+      s.decline("dropout needs cuDNN " + until_name(CudnnGate::dropout) + " or newer" + have);
     }
-    if (v < 90000) {
-      if (p.len_q < 64) {
-        s.decline("L=" + std::to_string(p.len_q) + " is below 64, needed before cuDNN 9.0.0" +
-                  have);
-      }
-      if (dropout && (p.len_q % 64 != 0 || p.len_kv % 64 != 0)) {
-        s.decline("with dropout, L=" + std::to_string(p.len_q) + " and S=" +
-                  std::to_string(p.len_kv) + " must be multiples of 64 before cuDNN 9.0.0" + have);
-      }
+    if (p.len_kv % 64 != 0 && cudnn_gate_applies(CudnnGate::kv_len_multiple_64, v)) {
+      s.decline("S=" + std::to_string(p.len_kv) + " is not a multiple of 64, needed below cuDNN " +
+                until_name(CudnnGate::kv_len_multiple_64) + have);
+    }
+    if (p.len_q < 64 && cudnn_gate_applies(CudnnGate::q_len_at_least_64, v)) {
+      s.decline("L=" + std::to_string(p.len_q) + " is below 64, needed before cuDNN " +
+                until_name(CudnnGate::q_len_at_least_64) + have);
+    }
+    if (dropout && (p.len_q % 64 != 0 || p.len_kv % 64 != 0) &&
+        cudnn_gate_applies(CudnnGate::dropout_lens_64, v)) {
+      s.decline("with dropout, L=" + std::to_string(p.len_q) +
+                " and S=" + std::to_string(p.len_kv) + " must be multiples of 64 before cuDNN " +
+                until_name(CudnnGate::dropout_lens_64) + have);
     }
     if (p.len_kv == 1) s.decline("S=1 (a single key) is not supported");
     if (p.len_q == 1 && dropout) s.decline("L=1 with dropout is not supported");
@@ -120,13 +135,15 @@ class Cudnn final : public detail::DescriptorBackend {
     return buf;
   }
 
-  // d_qk and d_v <= 128; 256 on sm90 (minor 0 only) / sm10x with cuDNN > 9.22 (not sm107
-  // with cuDNN <= 9.25); (192, 128) on the same devices with cuDNN >= 9.11.
+  // d_qk and d_v up to the limit of cudnn_head_dim_cuts(), or one of cudnn_head_dim_pairs().
   static void check_head_dims(const sdpa_cts_params& p, int sm, int v, Support& s) {
-    const bool hopper_blackwell = sm == 90 || sm / 10 == 10;
-    int limit = 128;
-    if (hopper_blackwell && v > 92200 && !(sm == 107 && v <= 92500)) limit = 256;
-    if (hopper_blackwell && v >= 91100 && p.head_dim_qk == 192 && p.head_dim_v == 128) return;
+    const int limit = cudnn_head_dim_limit(sm, v);
+    for (const CudnnHeadDimPair& pair : cudnn_head_dim_pairs()) {
+      if (sm >= pair.from_sm && sm <= pair.to_sm && v >= pair.from_version &&
+          p.head_dim_qk == pair.dqk && p.head_dim_v == pair.dv) {
+        return;
+      }
+    }
     for (auto [n, d] : {std::pair{"dqk", p.head_dim_qk}, std::pair{"dv", p.head_dim_v}}) {
       if (d > limit) {
         s.decline(std::string("head dim ") + n + "=" + std::to_string(d) +

@@ -54,7 +54,7 @@ class Flash final : public detail::DescriptorBackend {
     const sdpa_cts_params& p = lowered.params();
     Support s;
     if (!detail::check_cuda_device(capabilities(), device, s)) return s;
-    detail::check_sm_range(name(), 80, 121, device, s);
+    detail::check_sm_range(name(), device, s);
     Capabilities generic = capabilities();
     generic.last_dim_contiguous = false;  // checked below with the singleton exception
     check_capabilities(generic, lowered, device, s);

@@ -48,6 +48,12 @@ const std::vector<AlignmentCut>& mem_efficient_alignment_cuts() {
   return cuts;
 }
 
+// PyTorch's check_bf16_supported (via check_dtypes_low_precision): bf16 needs sm80.
+const std::vector<DtypeArchCut>& cuda_dtype_arch_cuts() {
+  static const std::vector<DtypeArchCut> cuts = {{"cuda.mem_efficient", DType::bf16, 80}};
+  return cuts;
+}
+
 namespace {
 
 int gemm_alignment(int sm, DType dtype) {
@@ -78,11 +84,14 @@ class MemEfficient final : public detail::DescriptorBackend {
     Support s;
     if (!detail::check_cuda_device(capabilities(), device, s)) return s;
     const int sm = device.cuda.sm;
-    detail::check_sm_range(name(), 50, 121, device, s);
+    detail::check_sm_range(name(), device, s);
     check_capabilities(capabilities(), lowered, device, s);
-    if (dtype == DType::bf16 && sm < 80) {
-      s.decline("dtype bf16 needs sm80 or newer, device is " + sm_name(sm) +
-                " (supported there: f16, f32)");
+    for (const DtypeArchCut& c : cuda_dtype_arch_cuts()) {
+      if (name() == c.backend && dtype == c.dtype && sm < c.from_sm) {
+        s.decline("dtype " + std::string(dtype_name(dtype)) + " needs " + sm_name(c.from_sm) +
+                  " or newer, device is " + sm_name(sm) + " (supported there: " + supported_on(sm) +
+                  ")");
+      }
     }
     detail::check_launch_limits(detail::mem_efficient::launch_needs(), device, s);
     const std::size_t esize = dtype_size(dtype);
@@ -92,7 +101,7 @@ class MemEfficient final : public detail::DescriptorBackend {
                 std::string(dtype_name(dtype)) + " on " + sm_name(sm) + " (dqk=" +
                 std::to_string(p.head_dim_qk) + ", dv=" + std::to_string(p.head_dim_v) + ")");
     }
-    if (sm >= 80) {
+    if (sm >= kMemEfficientPointerAlignmentFromSm) {
       // Base pointers must be 16-byte aligned (alignment * element size).
       const std::int64_t bytes = static_cast<std::int64_t>(align * esize);
       const char* names[4] = {"q", "k", "v", "o"};
@@ -128,6 +137,19 @@ class MemEfficient final : public detail::DescriptorBackend {
 #else
     detail::no_kernels(name(), false);
 #endif
+  }
+
+ private:
+  // The dtypes this backend takes on `sm`: its capabilities' less those cut below it.
+  std::string supported_on(int sm) const {
+    std::string list;
+    for (DType t : capabilities().dtypes) {
+      bool cut = false;
+      for (const DtypeArchCut& c : cuda_dtype_arch_cuts())
+        cut = cut || (name() == c.backend && t == c.dtype && sm < c.from_sm);
+      if (!cut) list += (list.empty() ? "" : ", ") + std::string(dtype_name(t));
+    }
+    return list;
   }
 };
 
