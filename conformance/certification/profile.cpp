@@ -386,6 +386,16 @@ ProfileVerdict judge_profile(const Profile& profile, const std::vector<CaseRecor
       continue;
     }
     ++v.required;
+    // An output the profile requires that the backend does not return was not judged: the case
+    // is no evidence for it (conformance/judge/requested_outputs.hpp).
+    std::string unreturned;
+    for (const auto& n : r.not_returned)
+      if (profile.require.count(n)) unreturned += (unreturned.empty() ? "" : ", ") + n;
+    if (!unreturned.empty()) {
+      v.reasons.push_back(std::string(status_name(r.status)) + " " + r.case_id +
+                          ": does not return a required output, not judged: " + unreturned);
+      continue;
+    }
     // A profile that requires the backward requires it bitwise deterministic (policy:
     // training reproducibility; the judge ran each backward at two thread counts).
     if (is_pass(r.status) && r.nondeterministic_backward && profile.require.count("backward")) {

@@ -12,6 +12,8 @@ void set_outcome(CaseRecord& r, const CaseOutcome& o) {
   r.tensor_ratios = o.tensor_ratios;
   r.nondeterministic_backward = o.nondeterministic_backward;
   r.output_digest = o.output_digest;
+  r.judged = o.judged;
+  r.not_returned = o.not_returned;
 }
 
 }  // namespace sdpa::conformance

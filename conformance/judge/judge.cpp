@@ -14,6 +14,7 @@
 #include "conformance/judge/magnitudes.hpp"
 #include "conformance/judge/memory_space.hpp"
 #include "conformance/judge/naive_baseline.hpp"
+#include "conformance/judge/requested_outputs.hpp"
 #include "kernels/lowered_problem.hpp"
 #include "reference/sdpa_reference.hpp"
 
@@ -86,9 +87,11 @@ double capture_unit(std::int64_t digits) {
   return 0.5 * std::pow(10.0, static_cast<double>(1 - digits));
 }
 
-std::optional<CaseOutcome> precheck(const Backend& backend, const Problem& p,
+std::optional<CaseOutcome> precheck(const Backend& backend, const Problem& asked,
                                     const Device& device) {
-  if (auto r = validate(p); !r.empty()) return verdict(Status::invalid, r);
+  if (auto r = validate(asked); !r.empty()) return verdict(Status::invalid, r);
+  // The outputs the backend does not return are not asked of it (requested_outputs.hpp).
+  const Problem p = without_unreturned_outputs(backend.capabilities(), asked).judged;
   if (backend.capabilities().traits.model_only) {
     return verdict(Status::not_supported,
                    std::string(backend.name()) +
@@ -325,16 +328,12 @@ void quality_gate(const Problem& p, const InputBuffers& in, const OutputBuffers&
 
 }  // namespace
 
-// The steps of docs/CONFORMANCE.md, "One case", in order: the guards before anything runs
-// (precheck: steps 1 and 2), the forward and its guards (run_forward: 4), the reference, the
-// bounds and the comparison (compare_output_and_lse, compare_weights: 5), the declared forward
-// properties (check_forward_properties: 5b), the backward (judge_gradients: "The gradients'
-// bound"), MISTRUSTED (6) and the quality gate (7). The first step that reaches a verdict other
-// than PASS ends the case (a QUALITY_WARNING only comes last).
-CaseOutcome judge(const Backend& backend, const Problem& p, InputBuffers& in, const Device& device,
-                  const RunOptions& options, const ExpectedValues* expected,
-                  const ToleranceTable& table) {
-  if (auto early = precheck(backend, p, device)) return *early;
+namespace {
+
+// judge() on the outputs the backend returns.
+CaseOutcome judge_returned(const Backend& backend, const Problem& p, InputBuffers& in,
+                           const Device& device, const RunOptions& options,
+                           const ExpectedValues* expected, const ToleranceTable& table) {
   ForwardRun run = run_forward(backend, p, in, device, options);
   if (run.verdict) return *run.verdict;
 
@@ -347,6 +346,9 @@ CaseOutcome judge(const Backend& backend, const Problem& p, InputBuffers& in, co
   out.output_digest = output_digest(run.outputs);
   compare_output_and_lse(p, run.outputs, ref, want, contract, table, out);
   if (p.want_weights) compare_weights(p, in, run.outputs, ref, want, contract, table, out);
+  out.judged = {"o"};
+  if (p.want_lse) out.judged.push_back("lse");
+  if (p.want_weights) out.judged.push_back("weights");
   if (p.backward) out.tensor_ratios["forward"] = out.worst_ratio;
   if (out.worst_ratio > 1) {
     out.status = Status::fail;
@@ -368,6 +370,8 @@ CaseOutcome judge(const Backend& backend, const Problem& p, InputBuffers& in, co
     const GradientOutcome g = judge_gradients(backend, p, in, run.outputs, run.placed->get(), ref,
                                               device, options, table, expected);
     out.tensor_ratios.insert(g.ratios.begin(), g.ratios.end());
+    for (const char* t : {"dq", "dk", "dv", "dbias"})
+      if (g.ratios.count(t)) out.judged.push_back(t);
     if (g.worst_ratio > out.worst_ratio) {
       out.worst_ratio = g.worst_ratio;
       out.worst_where = g.worst_where;
@@ -386,6 +390,35 @@ CaseOutcome judge(const Backend& backend, const Problem& p, InputBuffers& in, co
                    "the exact output is zero on every attended row: the case cannot discriminate");
   }
   quality_gate(p, in, run.outputs, ref, expected != nullptr, table, out);
+  return out;
+}
+
+}  // namespace
+
+// The steps of docs/CONFORMANCE.md, "One case", in order: the guards before anything runs
+// (precheck: steps 1 and 2), the forward and its guards (run_forward: 4), the reference, the
+// bounds and the comparison (compare_output_and_lse, compare_weights: 5), the declared forward
+// properties (check_forward_properties: 5b), the backward (judge_gradients: "The gradients'
+// bound"), MISTRUSTED (6) and the quality gate (7). The first step that reaches a verdict other
+// than PASS ends the case (a QUALITY_WARNING only comes last).
+// The outputs the backend does not return are taken out of the case first
+// (requested_outputs.hpp).
+CaseOutcome judge(const Backend& backend, const Problem& asked, InputBuffers& in,
+                  const Device& device, const RunOptions& options, const ExpectedValues* expected,
+                  const ToleranceTable& table) {
+  if (auto early = precheck(backend, asked, device)) return *early;
+  // The case as judged: without the outputs the backend does not return (the inputs are the
+  // same), which the outcome lists (requested_outputs.hpp).
+  const RequestedOutputs requested = without_unreturned_outputs(backend.capabilities(), asked);
+  const Problem& p = requested.judged;
+  CaseOutcome out = judge_returned(backend, p, in, device, options, expected, table);
+  out.not_returned = requested.not_returned;
+  if (!out.not_returned.empty() && out.status != Status::fail) {
+    std::string names;
+    for (const auto& n : out.not_returned) names += (names.empty() ? "" : ", ") + n;
+    out.message += std::string(out.message.empty() ? "" : "; ") +
+                   "not returned by the backend, so " + "not judged: " + names;
+  }
   return out;
 }
 

@@ -35,6 +35,12 @@ struct CaseOutcome {
   // then the LSE and the weights when asked for, each with its gaps and margins): the same for
   // two runs of a deterministic backend on the same inputs. "" when nothing ran to the check.
   std::string output_digest;
+  // What was compared with its bound: "o", "lse", "weights", "dq", "dk", "dv", "dbias" (empty
+  // when the case ended before any comparison: a decline, a guard, a throw, MISTRUSTED).
+  std::vector<std::string> judged;
+  // The outputs the case asks for that the backend does not return, so not judged: "lse",
+  // "weights", "dbias" (requested_outputs.hpp).
+  std::vector<std::string> not_returned;
 };
 
 // Expected values other than the reference's: a golden file's ([B, Hq, L, Dv] O, [B, Hq, L]

@@ -30,6 +30,7 @@ from ._api import (  # noqa: E402
     Certification,
     Contract,
     Summary,
+    UnjudgedWarning,
     Verdict,
     cases,
     certify,
@@ -38,6 +39,6 @@ from ._api import (  # noqa: E402
     reference,
 )
 
-__all__ = ["Case", "Certification", "Contract", "Summary", "Verdict", "cases", "certify",
-           "check", "judge", "reference"]
+__all__ = ["Case", "Certification", "Contract", "Summary", "UnjudgedWarning", "Verdict", "cases",
+           "certify", "check", "judge", "reference"]
 __version__ = "0.1.0"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+import warnings
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from . import _core
@@ -60,7 +61,9 @@ class Contract:
     The boolean features are the suite's feature table (kernels/features.def, docs/KERNELS.md
     "The feature table"), by the same names, every one False unless declared, as for a C++
     backend or a plugin: a function declares what it takes (bool_mask, ..., empty_problems),
-    what it returns (lse, weights), what it needs (last_dim_contiguous: stride 1 along the head
+    what it returns (lse, weights: a case that asks for one the function does not return is
+    judged on O and its gradients, the output recorded in ``Verdict.not_returned``), what it
+    needs (last_dim_contiguous: stride 1 along the head
     dimension; backward_needs_lse: its gradient reads the forward's LSE) and what it claims
     (deterministic, batch_invariant: both verified by the judge). ``backward`` is not a field:
     a function has one when check() gets a ``grad``; d bias (``bias_gradient``) is not
@@ -122,7 +125,10 @@ class Verdict:
     (``message``), the largest error over its bound (``worst_ratio``, <= 1 passes) and where,
     per tensor (``tensor_ratios``), and the line that reproduces it (``repro``). ``expected``:
     the reason of the known-failures entry (``check(..., expect=FILE)``) that lists the case,
-    "" when none does; a listed failure has status XFAIL."""
+    "" when none does; a listed failure has status XFAIL. ``judged``: what was compared with its
+    bound ("o", "lse", "weights", "dq", "dk", "dv"; empty when the case ended before, e.g.
+    NOT_SUPPORTED); ``not_returned``: the outputs the case asks for that the function does not
+    return by its contract (``lse``, ``weights``), so not judged."""
 
     case_id: str
     status: str
@@ -134,6 +140,8 @@ class Verdict:
     seconds: float
     repro: str
     expected: str = ""
+    judged: Sequence[str] = ()
+    not_returned: Sequence[str] = ()
 
     @property
     def passed(self) -> bool:
@@ -144,7 +152,8 @@ class Verdict:
         r = json.loads(line)
         return cls(r["case_id"], r["status"], r["message"], r["worst_ratio"], r["worst_where"],
                    r["max_abs_error"], r.get("tensor_ratios", {}), r["seconds"], r["repro"],
-                   r.get("expected", ""))
+                   r.get("expected", ""), tuple(r.get("judged", ())),
+                   tuple(r.get("not_returned", ())))
 
     def __str__(self) -> str:
         s = f"{self.status} {self.case_id}"
@@ -156,19 +165,40 @@ class Verdict:
 _FAILURES = ("FAIL", "CRASH", "TIMEOUT", "INVALID")
 
 
+_QUANTITIES = ("o", "lse", "weights", "dq", "dk", "dv")
+
+
 @dataclasses.dataclass(frozen=True)
 class Summary:
     """The verdicts of a check, in case order, and their counts per status. ``passed``: no
-    failure (FAIL, CRASH, TIMEOUT, INVALID) and at least one PASS."""
+    failure (FAIL, CRASH, TIMEOUT, INVALID), at least one PASS, and every judgement asked for
+    made: ``unjudged`` lists what was asked and judged by no case (the gradients of
+    ``grad=``, the hard generators' cases), each also a warning when check() returns."""
 
     verdicts: Sequence[Verdict]
     counts: Mapping[str, int]
     seconds: float
     report: Optional[str]
+    unjudged: Sequence[str] = ()
 
     @property
     def passed(self) -> bool:
-        return self.counts.get("PASS", 0) > 0 and not any(self.counts.get(s, 0) for s in _FAILURES)
+        return (self.counts.get("PASS", 0) > 0 and not self.unjudged
+                and not any(self.counts.get(s, 0) for s in _FAILURES))
+
+    @property
+    def judged_counts(self) -> dict:
+        """How many cases judged each quantity (o, lse, weights, dq, dk, dv)."""
+        return {q: sum(q in v.judged for v in self.verdicts) for q in _QUANTITIES}
+
+    @property
+    def not_returned_counts(self) -> dict:
+        """How many cases asked for an output the function does not return (lse, weights)."""
+        out: dict = {}
+        for v in self.verdicts:
+            for q in v.not_returned:
+                out[q] = out.get(q, 0) + 1
+        return out
 
     @property
     def failures(self) -> list:
@@ -184,7 +214,13 @@ class Summary:
 
     def __str__(self) -> str:
         counts = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items()))
-        lines = [f"{len(self.verdicts)} cases: {counts} ({self.seconds:.1f} s)"]
+        judged = ", ".join(f"{q} {n}" for q, n in self.judged_counts.items())
+        lines = [f"{len(self.verdicts)} cases: {counts} ({self.seconds:.1f} s)",
+                 f"judged: {judged}"]
+        if self.not_returned_counts:
+            lines.append("asked for and not returned by the function, so not judged: " + ", ".join(
+                f"{q} in {n} cases" for q, n in sorted(self.not_returned_counts.items())))
+        lines += [f"NOT JUDGED: {u}" for u in self.unjudged]
         lines += [str(v) for v in self.failures[:20]]
         lines += [f"unexpectedly passing (listed as a known failure: {v.expected}): {v.case_id}"
                   for v in self.unexpectedly_passing[:20]]
@@ -261,7 +297,57 @@ def check(fn: Callable[[Case], Any], tier: str = "", *, contract: Optional[Contr
     counts: dict = {}
     for v in verdicts:
         counts[v.status] = counts.get(v.status, 0) + 1
-    return Summary(verdicts, counts, sum(v.seconds for v in verdicts), report)
+    unjudged = _unjudged(selected, verdicts, bool(grad))
+    for u in unjudged:
+        warnings.warn(f"sdpa_cts.check: {u}", UnjudgedWarning, stacklevel=2)
+    return Summary(verdicts, counts, sum(v.seconds for v in verdicts), report, tuple(unjudged))
+
+
+class UnjudgedWarning(UserWarning):
+    """A judgement check() was asked for and no case made (Summary.unjudged)."""
+
+
+# The generators whose cases exercise the numerics' hard corners (docs/CONFORMANCE.md): a run
+# that judged none of them says nothing about overflow, underflow or NaN handling.
+_HARD_GENERATORS = ("large_logits", "logits_88", "v_near_max", "denormals", "nan_beyond",
+                    "negative_logits")
+
+
+def _generator(case_id: str) -> str:
+    for field in case_id.split("."):
+        if field.startswith("gen="):
+            return field[4:]
+    return ""
+
+
+def _statuses(vs) -> str:
+    counts: dict = {}
+    for v in vs:
+        counts[v.status] = counts.get(v.status, 0) + 1
+    return ", ".join(f"{k} {n}" for k, n in sorted(counts.items()))
+
+
+def _unjudged(selected, verdicts, grad: bool) -> list:
+    """What the run was asked to judge and no case judged, each a sentence with the counts."""
+    out = []
+    if grad:
+        backward = [v for c, v in zip(selected, verdicts) if c.params["backward"]]
+        if not backward:
+            out.append("grad= asks for the gradients, and no selected case is a backward case "
+                       "(bwd)")
+        elif not any("dq" in v.judged for v in backward):
+            first = next((v for v in backward if v.message), None)
+            out.append(f"grad= asks for the gradients, and none of the {len(backward)} backward "
+                       f"cases judged them ({_statuses(backward)})" +
+                       (f"; e.g. {first.case_id}: {first.message}" if first else ""))
+    hard = [v for c, v in zip(selected, verdicts)
+            if _generator(c.id) in _HARD_GENERATORS or getattr(c, "golden", "")]
+    if hard and not any(v.judged for v in hard):
+        first = next((v for v in hard if v.message), None)
+        out.append(f"every one of the {len(hard)} cases of the hard generators (overflow, "
+                   f"underflow, NaN, golden) was left unjudged ({_statuses(hard)})" +
+                   (f"; e.g. {first.case_id}: {first.message}" if first else ""))
+    return out
 
 
 def judge(case: Case, outputs: Any, contract: Optional[Contract] = None) -> Verdict:

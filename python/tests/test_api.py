@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -173,6 +174,49 @@ def test_backward_through_an_explicit_gradient():
     # Without a gradient, a backward case is declined, with the reason.
     s = sdpa_cts.check(numpy_sdpa, ids=BWD_IDS[:1], contract=PLAIN, progress=False)
     assert s.counts == {"NOT_SUPPORTED": 1} and "backward" in s.verdicts[0].message
+
+
+def test_a_function_without_the_lse_is_judged_on_o_and_its_gradients():
+    """A case that asks for the LSE is judged on O and the gradients of a function that returns
+    O alone, the LSE listed as not returned (it was NOT_SUPPORTED: grad= judged nothing)."""
+    from conftest import BWD_IDS, numpy_sdpa_backward
+
+    ids = [i.replace(".bwd.", ".lse.bwd.") for i in BWD_IDS]
+    s = sdpa_cts.check(numpy_sdpa, ids=ids, contract=PLAIN, grad=numpy_sdpa_backward,
+                       progress=False)
+    assert s.counts == {"PASS": len(ids)}, s
+    assert all(v.judged == ("o", "dq", "dk", "dv") for v in s.verdicts), s.verdicts
+    assert all(v.not_returned == ("lse",) for v in s.verdicts), s.verdicts
+    assert s.judged_counts["dq"] == len(ids) and s.judged_counts["lse"] == 0
+    assert s.not_returned_counts == {"lse": len(ids)}
+    assert f"dq {len(ids)}" in str(s) and "lse in 3 cases" in str(s), str(s)
+    assert s.passed and not s.unjudged
+    # A wrong O is still a FAIL there.
+    s = sdpa_cts.check(lambda c: numpy_sdpa(c, scale_factor=1.5), ids=ids[:1], contract=PLAIN,
+                       grad=numpy_sdpa_backward, progress=False)
+    assert s.counts == {"FAIL": 1}, s
+
+
+def test_grad_that_judges_no_gradient_is_not_a_pass():
+    """grad= on a run where no backward case was judged (here: its dtypes declined) fails the
+    summary with the counts, and warns; so does a run whose hard generators were all declined."""
+    from conftest import BWD_IDS, numpy_sdpa_backward
+
+    only_f16 = dataclasses.replace(PLAIN, dtypes=("f16",))
+    ids = BWD_IDS + ["b1.hq2.l9.s31.dqk16.f16.causal=br.seed3.gen=normal"]
+    with pytest.warns(sdpa_cts.UnjudgedWarning, match="none of the 3 backward cases judged"):
+        s = sdpa_cts.check(numpy_sdpa, ids=ids, contract=only_f16, grad=numpy_sdpa_backward,
+                           progress=False)
+    assert s.counts == {"PASS": 1, "NOT_SUPPORTED": 3}, s
+    assert not s.passed and "NOT JUDGED: grad= asks for the gradients" in str(s), str(s)
+    hard = ["b1.hq2.hkv2.l33.s65.dqk32.dv32.f32.seed45.gen=v_near_max",
+            "b1.hq2.l9.s31.dqk16.f16.causal=br.seed3.gen=normal"]
+    with pytest.warns(sdpa_cts.UnjudgedWarning, match="every one of the 1 cases of the hard"):
+        s = sdpa_cts.check(numpy_sdpa, ids=hard, contract=only_f16, progress=False)
+    assert not s.passed, s
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert sdpa_cts.check(numpy_sdpa, ids=hard, contract=PLAIN, progress=False).passed
 
 
 def test_the_reference_inside_the_judged_function():

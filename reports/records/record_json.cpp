@@ -50,6 +50,8 @@ nlohmann::ordered_json record_to_json(const CaseRecord& r) {
   }
   if (r.nondeterministic_backward) j["nondeterministic_backward"] = true;
   if (!r.output_digest.empty()) j["output_digest"] = r.output_digest;
+  if (!r.judged.empty()) j["judged"] = r.judged;
+  if (!r.not_returned.empty()) j["not_returned"] = r.not_returned;
   j["seconds"] = number(r.seconds);
   j["features"] = r.features;
   j["repro"] = r.repro;
@@ -84,6 +86,10 @@ CaseRecord record_from_json(const nlohmann::json& j) {
     }
     // Written when outputs were judged; absent in files written before it existed.
     r.output_digest = j.value("output_digest", std::string());
+    // Written when something was compared / not returned; absent in files written before.
+    if (j.contains("judged")) r.judged = j.at("judged").get<std::vector<std::string>>();
+    if (j.contains("not_returned"))
+      r.not_returned = j.at("not_returned").get<std::vector<std::string>>();
     r.seconds = number_from(j, "seconds");
     r.features = j.at("features").get<std::vector<std::string>>();
     r.repro = j.at("repro");

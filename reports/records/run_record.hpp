@@ -31,7 +31,11 @@ struct CaseRecord {
                                                 // two thread counts (no determinism declared)
   std::string output_digest;  // the output bytes' fingerprint (CaseOutcome::output_digest); ""
                               // when nothing was judged
-  double seconds = 0;         // wall time of the backend run plus judging
+  std::vector<std::string> judged;        // compared with their bounds: "o", "lse", "weights",
+                                          // "dq", "dk", "dv", "dbias" (CaseOutcome::judged)
+  std::vector<std::string> not_returned;  // asked for, not returned by the backend, not judged:
+                                          // "lse", "weights", "dbias"
+  double seconds = 0;                     // wall time of the backend run plus judging
   std::vector<std::string> features;  // feature tags of the case: "dtype=bf16", "causal=br", ...
   std::string repro;                  // paste-able command reproducing this record
   std::string expected;  // the known-failure entry (--expect) matching it: "reason [issue]";

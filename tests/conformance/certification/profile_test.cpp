@@ -312,6 +312,23 @@ TEST(Profile, TheVerdictFollowsTheRule) {
   EXPECT_TRUE(v.reasons.empty());
 }
 
+// A required case judged without an output the profile requires (the backend does not return
+// it: requested_outputs.hpp) is no evidence for that output: not met, with the reason.
+TEST(Profile, ARequiredOutputNotReturnedIsNotMet) {
+  Profile p;
+  p.require = {"dtype=f16", "lse"};
+  CaseRecord r = record("b1.hq1.l4.s4.dqk8.f16.lse.seed1.gen=normal", Status::pass);
+  r.not_returned = {"lse"};
+  const ProfileVerdict v = judge_profile(p, {r}, 1);
+  EXPECT_FALSE(v.met);
+  ASSERT_EQ(v.reasons.size(), 1u);
+  EXPECT_NE(v.reasons[0].find("does not return a required output, not judged: lse"),
+            std::string::npos)
+      << v.reasons[0];
+  r.not_returned.clear();
+  EXPECT_TRUE(judge_profile(p, {r}, 1).met);
+}
+
 TEST(Profile, ARequiredBackwardMustBeDeterministic) {
   Profile p;
   p.require = {"dtype=f16", "lse", "backward"};

@@ -14,6 +14,7 @@
 #include "conformance/engine/data_gen.hpp"
 #include "conformance/judge/gradient_tolerance.hpp"
 #include "conformance/judge/judge.hpp"
+#include "conformance/judge/requested_outputs.hpp"
 #include "core/device.hpp"
 #include "kernels/lowered_problem.hpp"
 #include "reference/sdpa_backward.hpp"
@@ -412,6 +413,63 @@ TEST(GradientJudge, EveryBackwardCheckIsTrippedOnPurpose) {
       ASSERT_NE(at, std::string::npos) << "'" << fragment << "' not in " << row;
     }
   }
+}
+
+// A backend that returns no LSE (as every framework's attention): a case that asks for the LSE
+// is judged on O and its gradients, the LSE listed as not returned (requested_outputs.hpp); an
+// error in O or dK is still a FAIL. It was NOT_SUPPORTED, which judged nothing.
+class WithoutLse final : public GradFake {
+ public:
+  explicit WithoutLse(GradFault fault = GradFault::none, Plant plant = {})
+      : GradFake(fault, plant) {
+    caps_ = GradFake::capabilities();
+    caps_.lse = false;
+  }
+  const Capabilities& capabilities() const override { return caps_; }
+
+ private:
+  Capabilities caps_;
+};
+
+TEST(GradientJudge, ABackendWithoutTheLseIsJudgedOnOAndItsGradients) {
+  const CaseOutcome o = judge_case(WithoutLse(), kCase);
+  EXPECT_EQ(o.status, Status::pass) << o.message;
+  EXPECT_EQ(o.judged, (std::vector<std::string>{"o", "dq", "dk", "dv"}));
+  EXPECT_EQ(o.not_returned, std::vector<std::string>{"lse"});
+  EXPECT_NE(o.message.find("not returned by the backend, so not judged: lse"), std::string::npos)
+      << o.message;
+  const CaseOutcome moved = judge_case(WithoutLse(GradFault::moved, {0, 0, 5, 3, 1.0}), kCase);
+  EXPECT_EQ(moved.status, Status::fail) << moved.message;
+  EXPECT_NE(moved.message.find(" at dk[0,0,5,3] = "), std::string::npos) << moved.message;
+  // A backend with the LSE judges it too.
+  EXPECT_EQ(judge_case(GradFake(GradFault::none), kCase).judged,
+            (std::vector<std::string>{"o", "lse", "dq", "dk", "dv"}));
+}
+
+// A backward that reads the forward's LSE cannot run without it: the request stays, and a
+// backend that declares backward_needs_lse without returning the LSE declines the case.
+TEST(GradientJudge, TheLseStaysAConditionForABackwardThatReadsIt) {
+  Capabilities caps = GradFake(GradFault::none).capabilities();
+  caps.lse = false;
+  caps.backward_needs_lse = true;
+  const Problem p = parse_case_id_or_throw(kCase).problem;
+  EXPECT_TRUE(without_unreturned_outputs(caps, p).judged.want_lse);
+  EXPECT_TRUE(without_unreturned_outputs(caps, p).not_returned.empty());
+  caps.backward_needs_lse = false;
+  EXPECT_FALSE(without_unreturned_outputs(caps, p).judged.want_lse);
+}
+
+// A backward without d bias is judged on dQ, dK, dV of a case that asks for d bias; d bias is
+// listed as not returned.
+TEST(GradientJudge, ABackwardWithoutDBiasIsJudgedOnDqDkDv) {
+  Capabilities caps = GradFake(GradFault::none).capabilities();
+  caps.bias_gradient = false;
+  const Problem p =
+      parse_case_id_or_throw("b2.hq4.l13.s29.dqk16.f32.mask=add.mbc=h.lse.bwd.dbias.seed3").problem;
+  const RequestedOutputs r = without_unreturned_outputs(caps, p);
+  EXPECT_FALSE(r.judged.bias_grad);
+  EXPECT_TRUE(r.judged.backward);
+  EXPECT_EQ(r.not_returned, std::vector<std::string>{"dbias"});
 }
 
 // A backward whose backend runs in another memory space: the judge runs backward passes in
