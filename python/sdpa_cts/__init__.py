@@ -34,6 +34,7 @@ from ._api import (  # noqa: E402
     cases,
     certify,
     check,
+    expectations,
     judge,
     reference,
 )
