@@ -28,13 +28,14 @@ namespace {
 
 struct Options {
   RunRequest request;
-  std::string backend;      // --backend
-  std::string profile;      // --profile
-  std::string out;          // --out
-  std::uint64_t seed = 0;   // --seed (sampling seed; default: the profile's)
-  bool seed_given = false;  // whether --seed was given
-  std::string shard;        // --shard K/N
-  std::string expect_file;  // --expect FILE
+  std::string backend;                    // --backend
+  std::string profile;                    // --profile
+  std::string out;                        // --out
+  std::uint64_t seed = 0;                 // --seed (sampling seed; default: the profile's)
+  bool seed_given = false;                // whether --seed was given
+  std::string shard;                      // --shard K/N
+  std::string expect_file;                // --expect FILE
+  std::vector<std::string> expect_facts;  // --expect-fact NAME=VERSION
 };
 
 // The command line that reproduces this certification.
@@ -46,11 +47,12 @@ std::string command_line(const Options& o, std::uint64_t seed) {
   if (o.request.threads) c += " --threads " + std::to_string(o.request.threads);
   if (!o.request.shard.whole()) c += " --shard " + shard_name(o.request.shard);
   if (!o.expect_file.empty()) c += " --expect " + o.expect_file;
+  for (const auto& f : o.expect_facts) c += " --expect-fact " + f;
   return c + " --out " + o.out;
 }
 
 int certify(Options opt) {
-  finish_run_request(&opt.request, opt.shard, opt.expect_file);
+  finish_run_request(&opt.request, opt.shard, opt.expect_file, opt.expect_facts);
   if (opt.request.simd == "all") {
     throw std::invalid_argument(
         "certify runs one SIMD target (--simd NAME), not all: certify each target apart");
@@ -158,7 +160,7 @@ Command add_certify_command(CLI::App& parent) {
   cmd->add_option("--seed", opt->seed,
                   "Seed of the profile's sampled cases (default: the profile's)")
       ->each([opt](const std::string&) { opt->seed_given = true; });
-  add_run_request_options(cmd, &opt->request, &opt->shard, &opt->expect_file);
+  add_run_request_options(cmd, &opt->request, &opt->shard, &opt->expect_file, &opt->expect_facts);
   return {cmd, [opt] { return certify(*opt); }};
 }
 

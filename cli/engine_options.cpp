@@ -34,7 +34,7 @@ void add_case_selection_options(CLI::App* cmd, CaseSelection* s) {
 }
 
 void add_run_request_options(CLI::App* cmd, RunRequest* request, std::string* shard_text,
-                             std::string* expect_file) {
+                             std::string* expect_file, std::vector<std::string>* expect_facts) {
   cmd->add_option("--device", request->device,
                   "cpu (detected), cuda (the GPU, in a build with CUDA), auto, or a simulated CPU "
                   "this one can run (cpu-scalar, cpu-avx2, ...), with :key=value overrides "
@@ -67,8 +67,13 @@ void add_run_request_options(CLI::App* cmd, RunRequest* request, std::string* sh
                   "Run shard K of N (K/N, 0-based): every N-th job; default: "
                   "TEST_SHARD_INDEX/TEST_TOTAL_SHARDS when set (docs/SCALE-OUT.md)");
   cmd->add_option("--expect", *expect_file,
-                  "Known failures: a listed FAIL becomes XFAIL and does not fail the run "
+                  "Known failures: a listed FAIL becomes XFAIL and does not fail the run; an "
+                  "entry may hold on some hosts only, '[when cpu:FLAG isa:TARGET NAME>=VERSION]' "
                   "(docs/CERTIFICATION.md)");
+  cmd->add_option("--expect-fact", *expect_facts,
+                  "NAME=VERSION: a library version that --expect conditions such as "
+                  "'[when NAME>=2.15]' compare with (repeatable)")
+      ->type_name("NAME=VERSION");
 }
 
 void add_search_options(CLI::App* cmd, SearchOptions* o) {

@@ -34,11 +34,12 @@ void add_plugin_option(CLI::App* cmd, std::vector<std::string>* paths);
 void add_case_selection_options(CLI::App* cmd, CaseSelection* selection);
 
 // Adds --jobs, --threads, --simd, --timeout, --max-case-memory, --no-isolate, --device,
-// --plugin, --shard and --expect (the options `run` and `certify` share) to `cmd`; each command
-// adds its own --backend (run_command.cpp, certify_command.cpp: `run` takes several);
-// `shard_text` and `expect_file` receive --shard and --expect, for finish_run_request.
+// --plugin, --shard, --expect and --expect-fact (the options `run` and `certify` share) to `cmd`;
+// each command adds its own --backend (run_command.cpp, certify_command.cpp: `run` takes several);
+// `shard_text`, `expect_file` and `expect_facts` receive --shard, --expect and --expect-fact,
+// for finish_run_request.
 void add_run_request_options(CLI::App* cmd, RunRequest* request, std::string* shard_text,
-                             std::string* expect_file);
+                             std::string* expect_file, std::vector<std::string>* expect_facts);
 
 // Adds --backend, --plugin, --device, --simd, --threads, --jobs and --timeout to `cmd`.
 void add_search_options(CLI::App* cmd, SearchOptions* o);

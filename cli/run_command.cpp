@@ -18,12 +18,13 @@ struct Options {
   CaseSelection selection;  // --tier, --case, --golden, --filter, --seed, --sample, --max-work
   std::string shard;        // --shard K/N
   std::string expect_file;  // --expect FILE
+  std::vector<std::string> expect_facts;  // --expect-fact NAME=VERSION
   std::string report_dir = "sdpa-cts-report";
   bool no_report = false;
 };
 
 int run(Options opt) {
-  finish_run_request(&opt.request, opt.shard, opt.expect_file);
+  finish_run_request(&opt.request, opt.shard, opt.expect_file, opt.expect_facts);
   std::string tier_name;
   const std::vector<SelectedCase> cases = select_cases(opt.selection, &tier_name);
   if (!opt.selection.cases.empty()) {
@@ -53,7 +54,7 @@ Command add_run_command(CLI::App& parent) {
   add_case_selection_options(cmd, &opt->selection);
   cmd->add_option("--backend", opt->request.backends,
                   "Backend to test (repeatable); default: all for the device");
-  add_run_request_options(cmd, &opt->request, &opt->shard, &opt->expect_file);
+  add_run_request_options(cmd, &opt->request, &opt->shard, &opt->expect_file, &opt->expect_facts);
   cmd->add_option("--report", opt->report_dir, "Directory for the reports")->capture_default_str();
   cmd->add_flag("--no-report", opt->no_report, "Do not write reports");
   cmd->add_flag("--plugin-backends", opt->request.plugin_backends,

@@ -113,10 +113,14 @@ RunResult execute_run(const RunRequest& opt, const std::vector<SelectedCase>& ca
   ro.worker_init = [&probed] {
     for (const auto& p : probed) plugins::load_plugin(p.path);
   };
+  // Known failures with `isa:` conditions are judged with the ISA target the device runs
+  // (a record with its own --simd target uses that one: apply_expectations).
+  Expectations expected = opt.expected;
+  if (device.kind == DeviceKind::cpu) expected.facts.isa = isa_target_name(chosen.cpu.isa);
   StatusCounts live;
   ro.progress = [&](std::size_t done, std::size_t total, const CaseRecord& record) {
     CaseRecord r = record;
-    apply_expectations(opt.expected, r);
+    apply_expectations(expected, r);
     live.add(r.status);
     if (is_failure(r.status) || r.status == Status::expected_failure ||
         r.status == Status::not_judged) {
@@ -147,7 +151,7 @@ RunResult execute_run(const RunRequest& opt, const std::vector<SelectedCase>& ca
   const auto t0 = std::chrono::steady_clock::now();
   summary.records = jobs.empty() ? std::vector<CaseRecord>{} : run_jobs(jobs, ro);
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  for (auto& r : summary.records) apply_expectations(opt.expected, r);
+  for (auto& r : summary.records) apply_expectations(expected, r);
   if (tty) std::cerr << "\r\033[K";
   return result;
 }
@@ -172,9 +176,14 @@ void print_run_summary(const RunResult& result) {
 }
 
 void finish_run_request(RunRequest* request, const std::string& shard_text,
-                        const std::string& expect_file) {
+                        const std::string& expect_file,
+                        const std::vector<std::string>& expect_facts) {
   request->shard = shard_text.empty() ? shard_from_environment() : parse_shard(shard_text);
-  if (!expect_file.empty()) request->expected = load_expectations(expect_file);
+  ExpectFacts facts = host_expect_facts("");  // the ISA target: execute_run, from the device
+  for (const auto& f : expect_facts) add_version_fact(&facts, f);
+  if (!expect_facts.empty() && expect_file.empty())
+    throw std::invalid_argument("--expect-fact needs --expect FILE");
+  if (!expect_file.empty()) request->expected = load_expectations(expect_file, facts);
 }
 
 }  // namespace sdpa::conformance

@@ -53,9 +53,11 @@ RunResult execute_run(const RunRequest& request, const std::vector<SelectedCase>
 void print_run_summary(const RunResult& result);
 
 // Parses --shard (or the TEST_TOTAL_SHARDS / TEST_SHARD_INDEX environment of a test
-// runner) and reads --expect into `request`. Throws std::invalid_argument naming the
-// option.
+// runner) and reads --expect into `request`, its conditions judged against this host's CPU
+// flags and `expect_facts` (--expect-fact NAME=VERSION, each); execute_run adds the ISA
+// target. Throws std::invalid_argument naming the option.
 void finish_run_request(RunRequest* request, const std::string& shard_text,
-                        const std::string& expect_file);
+                        const std::string& expect_file,
+                        const std::vector<std::string>& expect_facts = {});
 
 }  // namespace sdpa::conformance

@@ -47,7 +47,8 @@ def jax_dpa(case):
 
 
 def main(argv=None) -> int:
-    return peer_main.main([(jax_dpa, CONTRACT)], __doc__.splitlines()[0], argv)
+    return peer_main.main([(jax_dpa, CONTRACT)], __doc__.splitlines()[0], argv,
+                          facts={"jax": jax.__version__})
 
 
 if __name__ == "__main__":

@@ -103,7 +103,7 @@ def sdpa_as(name: str):
 
 def main(argv=None) -> int:
     return peer_main.main([(sdpa_as(n), CONTRACTS[n]) for n in CONTRACTS],
-                          __doc__.splitlines()[0], argv)
+                          __doc__.splitlines()[0], argv, facts={"torch": torch.__version__})
 
 
 if __name__ == "__main__":

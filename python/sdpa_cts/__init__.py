@@ -35,6 +35,7 @@ from ._api import (  # noqa: E402
     cases,
     certify,
     check,
+    expectations,
     judge,
     reference,
 )

@@ -264,7 +264,7 @@ def check(fn: Callable[[Case], Any], tier: str = "", *, contract: Optional[Contr
           sample: int = 0, seed: int = 0, ids: Optional[Iterable[str]] = None,
           golden: Optional[Iterable[str]] = None, filter: str = "", report: Optional[str] = None,
           threads: int = 0, progress: bool = True, grad: Any = False,
-          expect: Optional[str] = None) -> Summary:
+          expect: Optional[str] = None, expect_facts: Optional[dict] = None) -> Summary:
     """Runs ``fn(case)`` on every selected case (``tier``, ``sample``, ``ids``, ``golden``,
     ``filter``: as ``cases``) and judges what it returns against the reference with the bound
     of ``contract``. ``fn`` returns O (any host array: numpy, PyTorch, JAX), or a dict with
@@ -281,7 +281,10 @@ def check(fn: Callable[[Case], Any], tier: str = "", *, contract: Optional[Contr
 
     ``expect``: a known-failures file (the grammar of ``sdpa-cts run --expect``, with the
     function's name as the backend): a listed failure is XFAIL, which does not fail the check,
-    and a listed case that passes is in ``Summary.unexpectedly_passing``."""
+    and a listed case that passes is in ``Summary.unexpectedly_passing``. An entry may hold on
+    some hosts only (``[when cpu:amx_bf16]``, ``[when torch>=2.15]``: the grammar of
+    ``--expect``): ``expect_facts`` gives the library versions such conditions compare with,
+    ``{"torch": torch.__version__}``; this host's CPU flags and ISA target are found here."""
     selected = cases(tier, sample=sample, seed=seed, ids=ids, golden=golden, filter=filter)
     name = getattr(fn, "__name__", "fn")
 
@@ -292,6 +295,7 @@ def check(fn: Callable[[Case], Any], tier: str = "", *, contract: Optional[Contr
     contract = contract if contract is not None else Contract.every_input()
     lines = _core._run_cases(call, grad_fn, name, contract._native(), selected, threads,
                              tier or "custom", seed, report or "", expect or "",
+                             {k: str(v) for k, v in (expect_facts or {}).items()},
                              _progress_printer(len(selected)) if progress else None)
     verdicts = [Verdict._from_json(x) for x in lines]
     counts: dict = {}
@@ -348,6 +352,15 @@ def _unjudged(selected, verdicts, grad: bool) -> list:
                    f"underflow, NaN, golden) was left unjudged ({_statuses(hard)})" +
                    (f"; e.g. {first.case_id}: {first.message}" if first else ""))
     return out
+
+
+def expectations(path: str, facts: Optional[dict] = None) -> list:
+    """The entries of a known-failures file (the grammar of ``sdpa-cts run --expect``), as dicts
+    in file order: ``line``, ``text`` (the line as written), ``backend``, ``cases``, ``reason``,
+    ``issue``, ``condition`` (the terms of its ``[when ...]``, ``""`` for none) and ``applies``
+    (whether the condition holds on this host, with ``facts`` as for ``check(expect_facts=)``).
+    Raises ValueError naming the line of a malformed entry or condition."""
+    return list(_core._expectations(path, {k: str(v) for k, v in (facts or {}).items()}))
 
 
 def judge(case: Case, outputs: Any, contract: Optional[Contract] = None) -> Verdict:

@@ -11,7 +11,9 @@
 
 #include <chrono>
 #include <ctime>
+#include <map>
 #include <memory>
+#include <sstream>
 #include <stdexcept>
 
 #include "conformance/certification/bundle.hpp"
@@ -271,16 +273,60 @@ RunSummary run_python(PythonBackend& backend, const nb::list& cases, int threads
   return summary;
 }
 
+// The facts `[when ...]` conditions of known failures are judged against from Python: this
+// host's CPU flags, the ISA target check() runs with (the detected CPU's best; none on a GPU),
+// and the versions the caller gives (check(expect_facts={"torch": torch.__version__})).
+ExpectFacts python_expect_facts(const std::map<std::string, std::string>& versions) {
+  const Device device = default_device();
+  ExpectFacts facts = host_expect_facts(
+      device.kind == DeviceKind::cpu ? std::string(isa_target_name(device.cpu.isa)) : "");
+  for (const auto& [name, version] : versions) add_version_fact(&facts, name + "=" + version);
+  return facts;
+}
+
+// The entries of a known-failures file as dicts (line, text: the line as written, backend,
+// cases, reason, issue, condition: the `[when ...]` terms or "", applies: whether it holds on
+// this host), for tools that rewrite such a file (python/peers/peer_main.py --write-expect).
+nb::list expectation_entries(const std::string& path,
+                             const std::map<std::string, std::string>& versions) {
+  const Expectations e = load_expectations(path, python_expect_facts(versions));
+  std::vector<std::string> lines;
+  std::istringstream in(e.text);
+  for (std::string l; std::getline(in, l);) {
+    if (!l.empty() && l.back() == '\r') l.pop_back();
+    lines.push_back(l);
+  }
+  nb::list out;
+  for (const Expectation& x : e.entries) {
+    nb::dict d;
+    d["line"] = x.line;
+    d["text"] = lines.at(static_cast<std::size_t>(x.line - 1));
+    d["backend"] = x.backend;
+    d["cases"] = x.cases;
+    d["reason"] = x.reason;
+    d["issue"] = x.issue;
+    d["condition"] = x.condition.text;
+    d["applies"] = expectation_applies(e, x, e.facts.isa);
+    out.append(d);
+  }
+  return out;
+}
+
 // check(): the records' JSON lines; with `report_dir`, the reports of `sdpa-cts run` too.
 // `expect_file`: known failures (the grammar of `sdpa-cts run --expect`), loaded before any
 // case runs so that a bad file costs nothing; a listed FAIL becomes EXPECTED_FAILURE.
+// `expect_facts`: library versions its `[when NAME>=VERSION]` conditions compare with.
 std::vector<std::string> run_cases(nb::object fn, nb::object grad_fn, const std::string& name,
                                    const PyContract& contract, nb::list cases, int threads,
                                    const std::string& tier, std::uint64_t seed,
                                    const std::string& report_dir, const std::string& expect_file,
+                                   const std::map<std::string, std::string>& expect_facts,
                                    nb::object progress) {
+  if (!expect_facts.empty() && expect_file.empty())
+    throw std::invalid_argument("check(): expect_facts needs expect=FILE");
   const Expectations expected =
-      expect_file.empty() ? Expectations{} : load_expectations(expect_file);
+      expect_file.empty() ? Expectations{}
+                          : load_expectations(expect_file, python_expect_facts(expect_facts));
   PythonBackend backend(name, fn, grad_fn, contract);
   RunSummary summary = run_python(backend, cases, threads, tier, seed, progress, expected);
   summary.expectations = expected.file;
@@ -398,5 +444,7 @@ NB_MODULE(_core, m) {
     return out;
   });
   m.def("_run_cases", &run_cases, "fn"_a, "grad_fn"_a.none(), "name"_a, "contract"_a, "cases"_a,
-        "threads"_a, "tier"_a, "seed"_a, "report_dir"_a, "expect_file"_a, "progress"_a.none());
+        "threads"_a, "tier"_a, "seed"_a, "report_dir"_a, "expect_file"_a, "expect_facts"_a,
+        "progress"_a.none());
+  m.def("_expectations", &expectation_entries, "path"_a, "facts"_a);
 }

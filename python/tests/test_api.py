@@ -129,6 +129,51 @@ def test_known_failures_are_xfail_and_a_listed_pass_is_reported(tmp_path, capsys
         sdpa_cts.check(numpy_sdpa, ids=PLAIN_IDS, contract=PLAIN, expect=str(bad), progress=False)
 
 
+def test_known_failures_conditioned_on_the_host_and_versions(tmp_path):
+    # '[when ...]' entries apply where their condition holds: a CPU flag no CPU has, a version
+    # given by expect_facts; elsewhere the case is judged as if unlisted (docs/PYTHON.md).
+    expect = tmp_path / "hosts.expect"
+    expect.write_text(f"[when cpu:no_such_flag] wrong_scale {PLAIN_IDS[0]} on other hosts only\n"
+                      f"[when !cpu:no_such_flag lib>=2.15] wrong_scale {PLAIN_IDS[1]} from lib 2.15\n"
+                      f"[when lib<2.15] numpy_sdpa {PLAIN_IDS[2]} listed before lib 2.15 only\n")
+
+    def wrong_scale(case):
+        return numpy_sdpa(case, scale_factor=1.01)
+
+    ids = [c.id for c in sdpa_cts.cases(ids=PLAIN_IDS[:2])]
+    s = sdpa_cts.check(wrong_scale, ids=PLAIN_IDS[:2], contract=PLAIN, expect=str(expect),
+                       expect_facts={"lib": "2.15.0+cpu"}, progress=False)
+    assert [v.case_id for v in s.failures] == [ids[0]], s  # its entry does not apply here
+    assert [v.case_id for v in s.verdicts if v.status == "XFAIL"] == [ids[1]], s
+    s = sdpa_cts.check(wrong_scale, ids=PLAIN_IDS[:2], contract=PLAIN, expect=str(expect),
+                       expect_facts={"lib": "2.14.9"}, progress=False)
+    assert len(s.failures) == 2 and "XFAIL" not in s.counts, s
+    # A listed case that passes is unexpectedly passing only where its entry applies.
+    s = sdpa_cts.check(numpy_sdpa, ids=PLAIN_IDS[2:3], contract=PLAIN, expect=str(expect),
+                       expect_facts={"lib": "2.9"}, progress=False)
+    assert len(s.unexpectedly_passing) == 1, s
+    s = sdpa_cts.check(numpy_sdpa, ids=PLAIN_IDS[2:3], contract=PLAIN, expect=str(expect),
+                       expect_facts={"lib": "2.15"}, progress=False)
+    assert s.passed and not s.unexpectedly_passing, s
+    # The entries as the peers' --write-expect reads them.
+    entries = sdpa_cts.expectations(str(expect), {"lib": "2.15"})
+    assert [(e["line"], e["condition"], e["applies"]) for e in entries] == [
+        (1, "cpu:no_such_flag", False), (2, "!cpu:no_such_flag lib>=2.15", True),
+        (3, "lib<2.15", False)]
+    assert entries[0]["text"].startswith("[when cpu:no_such_flag] wrong_scale ")
+    # A version nobody gave, and a malformed condition: errors naming the line.
+    with pytest.raises(ValueError, match=r"hosts.expect:2: .*'lib', which was not given"):
+        sdpa_cts.check(numpy_sdpa, ids=PLAIN_IDS[:1], contract=PLAIN, expect=str(expect),
+                       progress=False)
+    bad = tmp_path / "bad.expect"
+    bad.write_text("# c\n[when lib=2] numpy_sdpa * reason\n")
+    with pytest.raises(ValueError, match=r"bad.expect:2: bad operator in 'lib=2'"):
+        sdpa_cts.expectations(str(bad))
+    with pytest.raises(ValueError, match="expect_facts needs expect=FILE"):
+        sdpa_cts.check(numpy_sdpa, ids=PLAIN_IDS[:1], contract=PLAIN, expect_facts={"lib": "1"},
+                       progress=False)
+
+
 def test_declined_cases_are_not_supported_and_raising_is_a_failure():
     s = sdpa_cts.check(numpy_sdpa, ids=PLAIN_IDS, contract=dataclasses.replace(PLAIN, dtypes=("f32",)),
                        progress=False)

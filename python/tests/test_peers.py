@@ -47,6 +47,51 @@ def test_written_deviations_gate_a_second_run(tmp_path):
     assert peer_main.expect_lines("wrong_scale", again) == lines  # XFAIL keeps its cause
 
 
+def test_write_expect_keeps_conditioned_entries_and_other_hosts_lines(tmp_path):
+    # A conditioned entry that applies keeps its line (with its [when ...]); one whose
+    # condition is false here is kept as written, not dropped (python/peers/peer_main.py).
+    def wrong_scale(case):
+        return numpy_sdpa(case, scale_factor=1.01)
+
+    ids = [c.id for c in sdpa_cts.cases(ids=PLAIN_IDS[:2])]
+    expect = tmp_path / "hosts.expect"
+    expect.write_text(f"[when !cpu:no_such_flag] wrong_scale {ids[0]} kept as written #4\n"
+                      f"[when cpu:no_such_flag] wrong_scale {ids[1]} only elsewhere\n"
+                      f"[when cpu:no_such_flag] other_fn {ids[1]} another host's deviation\n")
+    entries = sdpa_cts.expectations(str(expect))
+    s = sdpa_cts.check(wrong_scale, ids=ids, contract=PLAIN, expect=str(expect), progress=False)
+    assert [v.status for v in s.verdicts] == ["XFAIL", "FAIL"], s
+    lines = peer_main.expect_lines("wrong_scale", s, entries)
+    assert lines[0] == f"[when !cpu:no_such_flag] wrong_scale {ids[0]} kept as written #4"
+    assert lines[1].startswith(f"wrong_scale {ids[1]} ")  # found here: written unconditioned
+    assert peer_main.other_hosts_lines(entries) == [
+        f"[when cpu:no_such_flag] wrong_scale {ids[1]} only elsewhere",
+        f"[when cpu:no_such_flag] other_fn {ids[1]} another host's deviation"]
+
+
+def test_a_listed_deviation_that_disappeared_fails_the_peer(tmp_path, capsys):
+    # The gate fails both ways: a new deviation, and a listed one that passes where its entry
+    # applies ("unexpectedly passing"); an entry whose condition is false here does neither.
+    expect = tmp_path / "known.expect"
+    expect.write_text(f"numpy_sdpa {PLAIN_IDS[0]} listed although correct\n"
+                      f"[when cpu:no_such_flag] numpy_sdpa {PLAIN_IDS[1]} elsewhere only\n")
+    s = sdpa_cts.check(numpy_sdpa, ids=PLAIN_IDS[:2], contract=PLAIN, expect=str(expect),
+                       progress=False)
+    messages = peer_main.unexpectedly_passing_lines("numpy_sdpa", s, str(expect))
+    assert len(messages) == 1 and messages[0].startswith(
+        f"unexpectedly passing: numpy_sdpa {s.verdicts[0].case_id} is listed in ")
+    # The peer's exit code: 1 with the listed pass, 0 once the entry is conditioned away.
+    tier = tmp_path / "two.tier"
+    tier.write_text("\n".join(PLAIN_IDS[:2]) + "\n")
+    capsys.readouterr()
+    assert peer_main.main([(numpy_sdpa, PLAIN)], "t", ["--tier", str(tier), "--expect",
+                                                       str(expect)]) == 1
+    assert "unexpectedly passing: numpy_sdpa " in capsys.readouterr().err
+    expect.write_text(f"[when cpu:no_such_flag] numpy_sdpa {PLAIN_IDS[0]} elsewhere only\n")
+    assert peer_main.main([(numpy_sdpa, PLAIN)], "t", ["--tier", str(tier), "--expect",
+                                                       str(expect)]) == 0
+
+
 def _results(path, backend, statuses):
     path.mkdir(parents=True, exist_ok=True)
     with open(path / "results.jsonl", "a") as f:

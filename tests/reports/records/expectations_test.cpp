@@ -8,9 +8,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "core/cpu_flags.hpp"
 #include "reports/records/record_json.hpp"
 #include "tests/error_of.hpp"
 
@@ -41,7 +45,7 @@ TEST(Expectations, CommentsBlankLinesAndFields) {
       "vendor.* re:\\.bf16\\.  bf16 LSE from a 13-bit exp #12\r\n"
       "vendor.math " +
           kCase + " no issue yet\n",
-      "known.txt");
+      "known.txt", {});
   EXPECT_EQ(e.file, "known.txt");
   ASSERT_EQ(e.entries.size(), 3u);
   EXPECT_EQ(e.entries[0].backend, "vendor.flash");
@@ -59,12 +63,12 @@ TEST(Expectations, CommentsBlankLinesAndFields) {
   EXPECT_EQ(expectation_text(e.entries[0]),
             "causal lower-right is top-left https://example.org/issues/3");
   EXPECT_EQ(expectation_text(e.entries[2]), "no issue yet");
-  EXPECT_TRUE(parse_expectations("# nothing\n\n", "empty.txt").empty());
+  EXPECT_TRUE(parse_expectations("# nothing\n\n", "empty.txt", {}).empty());
 }
 
 TEST(Expectations, IssueDetection) {
   auto issue_of = [](const std::string& line) {
-    return parse_expectations(line, "f").entries.at(0).issue;
+    return parse_expectations(line, "f", {}).entries.at(0).issue;
   };
   EXPECT_EQ(issue_of("b c reason https://github.com/o/r/issues/7"),
             "https://github.com/o/r/issues/7");
@@ -73,12 +77,12 @@ TEST(Expectations, IssueDetection) {
   EXPECT_EQ(issue_of("b c reason #"), "");
   EXPECT_EQ(issue_of("b c reason 12"), "");
   EXPECT_EQ(issue_of("b c reason"), "");
-  EXPECT_EQ(parse_expectations("b c reason #12a", "f").entries[0].reason, "reason #12a");
+  EXPECT_EQ(parse_expectations("b c reason #12a", "f", {}).entries[0].reason, "reason #12a");
 }
 
 TEST(Expectations, ParseErrorsNameFileAndLine) {
   auto err = [](const std::string& text) {
-    return error_of([&] { parse_expectations(text, "ci/known.txt"); });
+    return error_of([&] { parse_expectations(text, "ci/known.txt", {}); });
   };
   const std::string missing = err("# header\ncpu.flash " + kCase + "\n");
   EXPECT_NE(missing.find("ci/known.txt:2: "), std::string::npos) << missing;
@@ -94,7 +98,7 @@ TEST(Expectations, ParseErrorsNameFileAndLine) {
 
 TEST(Expectations, LoadNamesAMissingFile) {
   const std::string missing = "/nonexistent/known-failures.txt";
-  const std::string e = error_of([&] { load_expectations(missing); });
+  const std::string e = error_of([&] { load_expectations(missing, {}); });
   EXPECT_NE(e.find("cannot read '" + missing + "'"), std::string::npos) << e;
 }
 
@@ -105,7 +109,7 @@ TEST(Expectations, LoadReadsAFile) {
     std::ofstream out(path);
     out << "# c\ncpu.* " << kCase << " a reason #4\n";
   }
-  const auto e = load_expectations(path.string());
+  const auto e = load_expectations(path.string(), {});
   std::filesystem::remove(path);
   EXPECT_EQ(e.file, path.string());
   ASSERT_EQ(e.entries.size(), 1u);
@@ -119,7 +123,7 @@ TEST(Expectations, GlobsExactIdsAndRegexes) {
                                         "cpu.fl?sh b1.hq2.*.f32.* glob\n"      // 2
                                         "vendor.* re:causal=br\\.lse regex\n"  // 3
                                         "* *.bf16.* every backend on bf16\n",  // 4
-                                    "f");
+                                    "f", {});
   auto line_of = [&](const std::string& backend, const std::string& id) {
     const Expectation* x = find_expectation(e, backend, id);
     return x ? x->line : 0;
@@ -141,7 +145,7 @@ TEST(Expectations, FirstMatchWins) {
   const auto e = parse_expectations("cpu.flash " + kCase +
                                         " the specific reason #1\n"
                                         "cpu.* * the broad reason #2\n",
-                                    "f");
+                                    "f", {});
   const Expectation* x = find_expectation(e, "cpu.flash", kCase);
   ASSERT_NE(x, nullptr);
   EXPECT_EQ(x->line, 1);
@@ -152,7 +156,7 @@ TEST(Expectations, FirstMatchWins) {
 }
 
 TEST(Expectations, FailCrashAndTimeoutBecomeXfailKeepingTheOriginal) {
-  const auto e = parse_expectations("vendor.* * wrong causal corner #12\n", "known.txt");
+  const auto e = parse_expectations("vendor.* * wrong causal corner #12\n", "known.txt", {});
   for (Status s : {Status::fail, Status::crash, Status::timeout}) {
     SCOPED_TRACE(status_name(s));
     CaseRecord r = record("vendor.flash", kCase, s, "the original message");
@@ -167,7 +171,7 @@ TEST(Expectations, FailCrashAndTimeoutBecomeXfailKeepingTheOriginal) {
 }
 
 TEST(Expectations, PassStaysPassAndIsUnexpectedlyPassing) {
-  const auto e = parse_expectations("cpu.math * listed by mistake\n", "known.txt");
+  const auto e = parse_expectations("cpu.math * listed by mistake\n", "known.txt", {});
   std::vector<CaseRecord> records = {record("cpu.math", kCase, Status::pass, ""),
                                      record("cpu.math", kCase, Status::quality_warning, "2.4x"),
                                      record("cpu.flash", kCase, Status::pass, "")};
@@ -185,7 +189,7 @@ TEST(Expectations, PassStaysPassAndIsUnexpectedlyPassing) {
 }
 
 TEST(Expectations, OtherStatusesAreUntouched) {
-  const auto e = parse_expectations("* * listed\n", "known.txt");
+  const auto e = parse_expectations("* * listed\n", "known.txt", {});
   std::vector<CaseRecord> records;
   for (Status s : {Status::not_supported, Status::invalid, Status::mistrusted}) {
     CaseRecord r = record("cpu.flash", kCase, s, "why");
@@ -198,7 +202,7 @@ TEST(Expectations, OtherStatusesAreUntouched) {
 }
 
 TEST(Expectations, NonMatchingRecordIsUntouched) {
-  const auto e = parse_expectations("vendor.flash * listed #3\n", "known.txt");
+  const auto e = parse_expectations("vendor.flash * listed #3\n", "known.txt", {});
   CaseRecord r = record("cpu.flash", kCase, Status::fail, "bad");
   const CaseRecord before = r;
   EXPECT_FALSE(apply_expectations(e, r));
@@ -211,7 +215,7 @@ TEST(Expectations, NonMatchingRecordIsUntouched) {
 }
 
 TEST(Expectations, RecordCodecCarriesTheExpectation) {
-  const auto e = parse_expectations("* * known bug https://example.org/i/1\n", "known.txt");
+  const auto e = parse_expectations("* * known bug https://example.org/i/1\n", "known.txt", {});
   for (Status s : {Status::fail, Status::pass}) {
     CaseRecord r = record("cpu.flash", kCase, s);
     apply_expectations(e, r);
@@ -229,6 +233,213 @@ TEST(Expectations, RecordCodecCarriesTheExpectation) {
   EXPECT_EQ(record_from_json(j).expected, "");
   j["expected"] = 3;
   EXPECT_NE(error_of([&] { record_from_json(j); }).find("malformed record"), std::string::npos);
+}
+
+// Host conditions (`[when ...]`, reports/records/expect_condition.hpp) on entries.
+
+// An Intel Xeon with AMX, an AMD EPYC with AVX512-BF16 and no AMX, and an Intel without AMX.
+ExpectFacts host(std::set<std::string> flags, std::string isa = "avx512bf16") {
+  ExpectFacts f;
+  f.cpu_flags = std::move(flags);
+  f.isa = std::move(isa);
+  f.versions["torch"] = "2.15.0+cu132";
+  return f;
+}
+const std::set<std::string> kAmx = {"avx512f", "avx512_bf16", "amx_bf16", "amx_tile"};
+const std::set<std::string> kEpyc = {"avx512f", "avx512_bf16"};
+
+const std::string kDenormals = "b1.hq2.hkv2.l33.s65.dqk32.dv32.bf16.seed45.gen=denormals";
+const std::string kAmxFile =
+    "# bf16 subnormal O flushed where oneDNN runs AMX\n"
+    "[when cpu:amx_bf16] torch_sdpa " +
+    kDenormals + " O flushed to 0 where the exact value is subnormal\n";
+
+TEST(ExpectationConditions, OldLinesHaveNoConditionAndAlwaysApply) {
+  const auto e = parse_expectations("cpu.math " + kCase + " reason #3\n", "f", host({}));
+  ASSERT_EQ(e.entries.size(), 1u);
+  EXPECT_TRUE(e.entries[0].condition.empty());
+  EXPECT_NE(find_expectation(e, "cpu.math", kCase), nullptr);
+}
+
+TEST(ExpectationConditions, ACpuFlagConditionAppliesOnlyWhereTheFlagIs) {
+  for (const auto& [flags, applies] : std::vector<std::pair<std::set<std::string>, bool>>{
+           {kAmx, true}, {kEpyc, false}, {{}, false}}) {
+    SCOPED_TRACE(flags.size());
+    const auto e = parse_expectations(kAmxFile, "torch.expect", host(flags));
+    ASSERT_EQ(e.entries.size(), 1u);
+    EXPECT_EQ(e.entries[0].condition.text, "cpu:amx_bf16");
+    EXPECT_EQ(e.entries[0].backend, "torch_sdpa");
+    EXPECT_EQ(e.entries[0].reason, "O flushed to 0 where the exact value is subnormal");
+    CaseRecord r = record("torch_sdpa", kDenormals, Status::fail, "o = 0");
+    EXPECT_EQ(apply_expectations(e, r), applies);
+    // Where it does not apply, the case is judged as if unlisted: the FAIL stands.
+    EXPECT_EQ(r.status, applies ? Status::expected_failure : Status::fail);
+    if (applies) {
+      EXPECT_EQ(r.message,
+                "expected failure (FAIL, torch.expect:2 [when cpu:amx_bf16]: O flushed "
+                "to 0 where the exact value is subnormal): o = 0");
+    }
+    // A pass is "unexpectedly passing" only where the entry applies.
+    std::vector<CaseRecord> passed = {record("torch_sdpa", kDenormals, Status::pass, "")};
+    apply_expectations(e, passed[0]);
+    EXPECT_EQ(unexpectedly_passing(passed).size(), applies ? 1u : 0u);
+  }
+}
+
+TEST(ExpectationConditions, NegationTheIsaTargetAndEveryTermMustHold) {
+  const auto e = parse_expectations("[when !cpu:amx_bf16] b " + kCase +
+                                        " not on AMX\n"  // 1
+                                        "[when isa:avx512bf16] c " +
+                                        kCase +
+                                        " the bf16 target\n"  // 2
+                                        "[when cpu:avx512_bf16 !isa:avx512bf16] d " +
+                                        kCase +
+                                        " both\n"  // 3
+                                        "[when\tcpu:amx_bf16  torch>=2.15 ] e " +
+                                        kCase + " AMX and torch 2.15\n",  // 4
+                                    "f", host(kEpyc));
+  auto line_of = [&](const std::string& backend, const std::string& isa = "") {
+    const Expectation* x = find_expectation(e, backend, kCase, isa);
+    return x ? x->line : 0;
+  };
+  EXPECT_EQ(line_of("b"), 1);  // no AMX here
+  EXPECT_EQ(line_of("c"), 2);  // the run's target (facts.isa)
+  EXPECT_EQ(line_of("c", "avx2"), 0);
+  EXPECT_EQ(line_of("d"), 0);  // avx512_bf16 but the target is avx512bf16
+  EXPECT_EQ(line_of("d", "avx512"), 3);
+  EXPECT_EQ(line_of("e"), 0);  // torch 2.15 but no AMX
+  EXPECT_EQ(e.entries[3].condition.text, "cpu:amx_bf16 torch>=2.15");
+  const auto amx = parse_expectations(e.text, "f", host(kAmx));
+  EXPECT_EQ(find_expectation(amx, "b", kCase), nullptr);
+  EXPECT_NE(find_expectation(amx, "e", kCase), nullptr);
+  // A record run on a forced target (--simd) is judged with that target.
+  CaseRecord r = record("c", kCase, Status::fail);
+  r.simd_target = "avx2";
+  EXPECT_FALSE(apply_expectations(e, r));
+  r.simd_target = "avx512bf16";
+  EXPECT_TRUE(apply_expectations(e, r));
+  // No ISA target (a GPU run): isa: terms are false.
+  EXPECT_EQ(find_expectation(parse_expectations(e.text, "f", host(kEpyc, "")), "c", kCase),
+            nullptr);
+}
+
+TEST(ExpectationConditions, AnEntryThatDoesNotApplyLetsALaterOneMatch) {
+  const auto e = parse_expectations("[when cpu:amx_bf16] cpu.flash " + kCase +
+                                        " flushed on AMX #1\n"
+                                        "cpu.* * the broad reason #2\n",
+                                    "f", host(kEpyc));
+  const Expectation* x = find_expectation(e, "cpu.flash", kCase);
+  ASSERT_NE(x, nullptr);
+  EXPECT_EQ(x->line, 2);
+  x = find_expectation(parse_expectations(e.text, "f", host(kAmx)), "cpu.flash", kCase);
+  ASSERT_NE(x, nullptr);
+  EXPECT_EQ(x->line, 1);
+}
+
+TEST(ExpectationConditions, VersionConditions) {
+  auto applies = [](const std::string& condition, const std::string& torch) {
+    ExpectFacts f = host(kEpyc);
+    f.versions["torch"] = torch;
+    const auto e = parse_expectations("[when " + condition + "] b c reason\n", "f", f);
+    return find_expectation(e, "b", "c") != nullptr;
+  };
+  EXPECT_TRUE(applies("torch>=2.15", "2.15.0+cu132"));
+  EXPECT_TRUE(applies("torch>=2.15", "2.16.0.dev20260101"));
+  EXPECT_FALSE(applies("torch>=2.15", "2.14.1"));
+  EXPECT_TRUE(applies("torch<2.15", "2.9.0"));  // numeric, not text: 9 < 15
+  EXPECT_FALSE(applies("torch<2.15", "2.15"));
+  EXPECT_TRUE(applies("torch==2.15", "2.15.0"));  // missing components are 0
+  EXPECT_FALSE(applies("torch==2.15", "2.15.1"));
+  EXPECT_TRUE(applies("torch!=2.15", "2.15.1"));
+  EXPECT_TRUE(applies("torch>2.15", "2.15.1"));
+  EXPECT_FALSE(applies("torch>2.15", "2.15.0"));
+  EXPECT_TRUE(applies("torch<=2.15", "2.15.0"));
+  EXPECT_TRUE(applies("!torch>=2.15", "2.14"));
+  EXPECT_FALSE(applies("!torch>=2.15", "2.15"));
+  EXPECT_EQ(compare_versions("10.0", "9.99"), 1);
+  EXPECT_EQ(compare_versions("0.10.2", "0.10.2"), 0);
+  EXPECT_EQ(compare_versions("1", "1.0.1"), -1);
+}
+
+TEST(ExpectationConditions, AVersionTheCallerDidNotGiveIsAnErrorNamingTheLine) {
+  ExpectFacts f = host(kAmx);
+  f.versions.clear();
+  const std::string e =
+      error_of([&] { parse_expectations("# c\n[when jax>=0.10] b c reason\n", "p.expect", f); });
+  EXPECT_NE(e.find("p.expect:2: "), std::string::npos) << e;
+  EXPECT_NE(e.find("'jax', which was not given (--expect-fact jax=VERSION"), std::string::npos)
+      << e;
+  // ... also where an earlier term is already false (the file is wrong on every host).
+  EXPECT_NE(error_of([&] {
+              parse_expectations("[when cpu:no_such_flag jax>=0.10] b c r\n", "p.expect", f);
+            }).find("'jax'"),
+            std::string::npos);
+}
+
+TEST(ExpectationConditions, MalformedConditionsNameTheLine) {
+  auto err = [](const std::string& text) {
+    return error_of(
+        [&] { parse_expectations("# header\n" + text + "\n", "ci/known.txt", host(kAmx)); });
+  };
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"[when] b c reason", "empty condition"},
+      {"[when   ] b c reason", "empty condition"},
+      {"[when cpu:amx_bf16 b c reason", "no closing ']'"},
+      {"[if cpu:amx_bf16] b c reason", "must start with a condition, '[when CONDITION]'"},
+      {"[whenever cpu:amx_bf16] b c reason", "must start with a condition"},
+      {"[when cpu:AMX_BF16] b c reason", "bad CPU flag in 'cpu:AMX_BF16'"},
+      {"[when cpu:] b c reason", "bad CPU flag"},
+      {"[when isa:avx9] b c reason", "unknown ISA target in 'isa:avx9' (known: scalar"},
+      {"[when amx_bf16] b c reason", "bad term 'amx_bf16': expected cpu:FLAG, isa:TARGET or NAME"},
+      {"[when torch=2.15] b c reason", "bad operator in 'torch=2.15'"},
+      {"[when torch=>2.15] b c reason", "bad operator in 'torch=>2.15'"},
+      {"[when torch>=2.15a] b c reason", "bad version in 'torch>=2.15a'"},
+      {"[when torch>=] b c reason", "bad version"},
+      {"[when >=2.15] b c reason", "bad library name in '>=2.15'"},
+      {"[when cpu:amx_bf16]", "a condition without an entry after it"},
+      {"[when cpu:amx_bf16] b c", "reason is missing"},
+      {"b c reason [when cpu:amx_bf16]", "a condition goes first on the line"},
+  };
+  for (const auto& [line, problem] : bad) {
+    const std::string e = err(line);
+    EXPECT_NE(e.find("ci/known.txt:2: "), std::string::npos) << line << " -> " << e;
+    EXPECT_NE(e.find(problem), std::string::npos) << line << " -> " << e;
+  }
+}
+
+TEST(ExpectationConditions, EveryHostFactsApplyEveryEntry) {
+  // `sdpa-cts bundle verify` checks that an XFAIL names an entry, on any host: no versions.
+  const auto e =
+      parse_expectations("[when cpu:amx_bf16 !cpu:amx_bf16 torch>=99 isa:scalar] b c reason\n", "f",
+                         every_host_facts());
+  EXPECT_NE(find_expectation(e, "b", "c"), nullptr);
+}
+
+TEST(ExpectationConditions, VersionFactsFromTheCommandLine) {
+  ExpectFacts f;
+  add_version_fact(&f, "torch=2.15.0+cu132");
+  add_version_fact(&f, "jax=0.10.2");
+  EXPECT_EQ(f.versions.at("torch"), "2.15.0+cu132");
+  EXPECT_EQ(f.versions.at("jax"), "0.10.2");
+  EXPECT_NE(error_of([&] { add_version_fact(&f, "torch=2.16"); }).find("torch is given twice"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { add_version_fact(&f, "torch"); }).find("expected NAME=VERSION"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { add_version_fact(&f, "=2"); }).find("bad name"), std::string::npos);
+  EXPECT_NE(error_of([&] { add_version_fact(&f, "x=v2"); }).find("does not start with a number"),
+            std::string::npos);
+}
+
+TEST(ExpectationConditions, CpuFlagsFromProcCpuinfo) {
+  const std::string x86 =
+      "processor\t: 0\nvendor_id\t: GenuineIntel\nflags\t\t: fpu avx512_bf16 amx_bf16 amx_tile\n"
+      "processor\t: 1\nflags\t\t: fpu\n";
+  EXPECT_EQ(parse_cpu_flags(x86),
+            (std::set<std::string>{"fpu", "avx512_bf16", "amx_bf16", "amx_tile"}));
+  EXPECT_EQ(parse_cpu_flags("processor\t: 0\nFeatures\t: fp asimd bf16\n"),
+            (std::set<std::string>{"fp", "asimd", "bf16"}));
+  EXPECT_TRUE(parse_cpu_flags("model name\t: x\nvmx flags\t: ept\n").empty());
+  EXPECT_TRUE(parse_cpu_flags("").empty());
 }
 
 }  // namespace
