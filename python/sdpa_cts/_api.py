@@ -373,7 +373,7 @@ def judge(case: Case, outputs: Any, contract: Optional[Contract] = None) -> Verd
 
     contract = contract if contract is not None else Contract.every_input()
     lines = _core._run_cases(recorded, None, "outputs", contract._native(), [case], 0, "custom",
-                             0, "", "", None)
+                             0, "", "", {}, None)
     return Verdict._from_json(lines[0])
 
 
