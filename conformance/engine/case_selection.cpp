@@ -5,6 +5,7 @@
 
 #include "conformance/engine/case_sampler.hpp"
 #include "conformance/engine/command_line_case.hpp"
+#include "conformance/engine/data_gen.hpp"
 #include "conformance/engine/tier.hpp"
 #include "conformance/engine/tier_cases.hpp"
 #include "core/case_id.hpp"
@@ -48,7 +49,11 @@ std::vector<SelectedCase> select_cases(const CaseSelection& s, std::string* name
     }
   } else if (!s.cases.empty()) {
     for (const auto& id : s.cases) {
-      const std::string canonical = format_case_id(parse_command_line_case(id));
+      const Case c = parse_command_line_case(id);
+      // A generated case's data generator must exist: a misspelt one is the caller's error,
+      // said before anything runs, not a FAIL charged to the backend.
+      if (s.golden.empty()) require_known_generator(c.data.generator);
+      const std::string canonical = format_case_id(c);
       cases.emplace_back(canonical, s.golden.empty() ? "" : s.golden.front());
     }
   } else if (!s.golden.empty()) {

@@ -331,16 +331,19 @@ const std::vector<std::string>& data_generator_names() {
   return names;
 }
 
+void require_known_generator(const std::string& name) {
+  if (find_generator(name)) return;
+  std::string known;
+  for (const auto& n : data_generator_names()) known += (known.empty() ? "" : ", ") + n;
+  throw std::invalid_argument("case ID field 'gen': unknown data generator '" + name +
+                              "' (known: " + known + ")");
+}
+
 InputBuffers make_inputs(const Case& c) {
   const Problem& p = c.problem;
   if (auto r = validate(p); !r.empty()) throw std::invalid_argument("invalid problem: " + r);
+  require_known_generator(c.data.generator);
   const Generator* g = find_generator(c.data.generator);
-  if (!g) {
-    std::string known;
-    for (const auto& n : data_generator_names()) known += (known.empty() ? "" : ", ") + n;
-    throw std::invalid_argument("case ID field 'gen': unknown data generator '" + c.data.generator +
-                                "' (known: " + known + ")");
-  }
   const Params prm = make_params(p, g->kind, c.data.seed);
   InputBuffers in{make_tensor("q", p, q_view(p), p.q.base_offset, TensorId::q, prm),
                   make_tensor("k", p, k_view(p), p.k.base_offset, TensorId::k, prm),

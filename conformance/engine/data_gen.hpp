@@ -21,6 +21,8 @@ namespace sdpa::conformance {
 
 // Names of the data generators this build knows, e.g. "normal".
 const std::vector<std::string>& data_generator_names();
+// Throws std::invalid_argument naming `name` and the known generators unless it is one.
+void require_known_generator(const std::string& name);
 
 // Allocates and fills the inputs. Throws std::invalid_argument naming the problem for an
 // invalid problem or an unknown generator.

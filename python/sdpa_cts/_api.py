@@ -150,8 +150,11 @@ class Verdict:
     @classmethod
     def _from_json(cls, line: str) -> "Verdict":
         r = json.loads(line)
-        return cls(r["case_id"], r["status"], r["message"], r["worst_ratio"], r["worst_where"],
-                   r["max_abs_error"], r.get("tensor_ratios", {}), r["seconds"], r["repro"],
+        # The records write a non-finite number as the string "inf" or "nan" (JSON has none).
+        ratios = {k: float(x) for k, x in r.get("tensor_ratios", {}).items()}
+        return cls(r["case_id"], r["status"], r["message"], float(r["worst_ratio"]),
+                   r["worst_where"], float(r["max_abs_error"]), ratios, float(r["seconds"]),
+                   r["repro"],
                    r.get("expected", ""), tuple(r.get("judged", ())),
                    tuple(r.get("not_returned", ())))
 
@@ -232,7 +235,15 @@ def cases(tier: str = "", *, sample: int = 0, seed: int = 0, ids: Optional[Itera
     """The cases of a tier (``"smoke"``, ``"ci"``, ``"nightly"`` or a tier file), ``sample``
     sampled cases, or the given case IDs (``ids``; with ``golden`` files, their cases), kept
     when their ID matches the regular expression ``filter``; ``seed`` re-seeds them. Raises
-    ValueError for a bad tier, ID, file or filter."""
+    ValueError for a bad tier, ID (a misspelt data generator included), file or filter, or
+    when nothing is named (no default tier: say ``"smoke"``)."""
+    for arg, value in (("ids", ids), ("golden", golden)):
+        if isinstance(value, (str, bytes)):
+            raise TypeError(f"{arg}= takes a list, and got the string {value!r}: "
+                            f"{arg}=[{value!r}]")
+    if not tier and not sample and not ids and not golden:
+        raise ValueError("no cases named: give a tier (\"smoke\", \"ci\", \"nightly\" or a tier "
+                         "file), sample=N, ids=[...] or golden=[...]")
     return _core._select(tier, sample, seed, list(ids or []), list(golden or []), filter)
 
 
@@ -286,18 +297,9 @@ def check(fn: Callable[[Case], Any], tier: str = "", *, contract: Optional[Contr
     ``--expect``): ``expect_facts`` gives the library versions such conditions compare with,
     ``{"torch": torch.__version__}``; this host's CPU flags and ISA target are found here."""
     selected = cases(tier, sample=sample, seed=seed, ids=ids, golden=golden, filter=filter)
-    name = getattr(fn, "__name__", "fn")
-
-    def call(case):
-        return normalize_outputs(fn(case))
-
-    grad_fn = make_grad_fn(fn, grad) if grad else None
-    contract = contract if contract is not None else Contract.every_input()
-    lines = _core._run_cases(call, grad_fn, name, contract._native(), selected, threads,
-                             tier or "custom", seed, report or "", expect or "",
-                             {k: str(v) for k, v in (expect_facts or {}).items()},
-                             _progress_printer(len(selected)) if progress else None)
-    verdicts = [Verdict._from_json(x) for x in lines]
+    verdicts = _run(fn, selected, contract, grad, threads=threads, tier=tier or "custom",
+                    seed=seed, report=report or "", expect=expect or "", expect_facts=expect_facts,
+                    progress=_progress_printer(len(selected)) if progress else None)
     counts: dict = {}
     for v in verdicts:
         counts[v.status] = counts.get(v.status, 0) + 1
@@ -305,6 +307,23 @@ def check(fn: Callable[[Case], Any], tier: str = "", *, contract: Optional[Contr
     for u in unjudged:
         warnings.warn(f"sdpa_cts.check: {u}", UnjudgedWarning, stacklevel=2)
     return Summary(verdicts, counts, sum(v.seconds for v in verdicts), report, tuple(unjudged))
+
+
+def _run(fn, selected, contract, grad, *, threads=0, tier="custom", seed=0, report="",
+         expect="", expect_facts=None, progress=None) -> list:
+    """The verdicts of ``fn`` on the Case objects ``selected``, through the engine: each case's
+    contract is asked before ``fn`` is called (a case outside it is NOT_SUPPORTED)."""
+    name = getattr(fn, "__name__", "fn")
+
+    def call(case):
+        return normalize_outputs(fn(case))
+
+    grad_fn = make_grad_fn(fn, grad) if grad else None
+    contract = contract if contract is not None else Contract.every_input()
+    lines = _core._run_cases(call, grad_fn, name, contract._native(), list(selected), threads,
+                             tier, seed, report, expect,
+                             {k: str(v) for k, v in (expect_facts or {}).items()}, progress)
+    return [Verdict._from_json(x) for x in lines]
 
 
 class UnjudgedWarning(UserWarning):
@@ -365,7 +384,12 @@ def expectations(path: str, facts: Optional[dict] = None) -> list:
 
 def judge(case: Case, outputs: Any, contract: Optional[Contract] = None) -> Verdict:
     """Judges ``outputs`` (O, or a dict with ``"o"``, ``"lse"``, ``"weights"``) as the outputs
-    of ``case`` under ``contract``."""
+    of ``case`` (a Case, or a case ID) under ``contract``."""
+    if isinstance(case, str):
+        case = cases(ids=[case])[0]
+    elif not isinstance(case, Case):
+        raise TypeError(f"judge(): case is a sdpa_cts.Case or a case ID, not "
+                        f"{type(case).__name__}")
     outputs = normalize_outputs(outputs)
 
     def recorded(_case):

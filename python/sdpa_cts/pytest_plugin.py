@@ -2,7 +2,9 @@
 by case IDs, so test names are case IDs and ``-k``, ``-x``, ``--lf`` and pytest-xdist work.
 
     def test_my_attention(sdpa_case):
-        sdpa_cts.testing.assert_conforms(sdpa_case, my_attention(sdpa_case), CONTRACT)
+        sdpa_cts.testing.assert_conforms(sdpa_case, my_attention, CONTRACT, grad=True)
+
+(the function itself, not its outputs: the case's contract is asked before it is called).
 
 Options: ``--sdpa-tier`` (default smoke), ``--sdpa-sample N``, ``--sdpa-seed S``,
 ``--sdpa-filter REGEX``.

@@ -235,6 +235,19 @@ std::string now_iso8601() {
   return buf;
 }
 
+// The engine's words for a backend, in a Python user's: the function is the backend, its
+// contract the supports() that accepted the case.
+std::string python_facing(std::string message) {
+  for (const char* engine : {"the backend threw after supports() accepted: ",
+                             "the backward threw after supports() accepted: "}) {
+    const std::string e = engine;
+    if (message.rfind(e, 0) == 0)
+      message = "on a case its contract accepts (declining is the contract's job), " +
+                message.substr(e.size());
+  }
+  return message;
+}
+
 // Runs `backend` (a Python function) on every case of `cases` (Case objects) through the
 // suite's job runner, in this process; progress(done, total, record json) after each.
 RunSummary run_python(PythonBackend& backend, const nb::list& cases, int threads,
@@ -260,6 +273,7 @@ RunSummary run_python(PythonBackend& backend, const nb::list& cases, int threads
     backend.set_case(nb::borrow(h));
     const Job job = make_job(c.id, c.golden, name, device, threads);
     CaseRecord r = run_job(job, ro);
+    r.message = python_facing(r.message);
     r.repro = "sdpa_cts.check(" + name + ", ids=[\"" + c.id + "\"]" +
               (c.golden.empty() ? "" : ", golden=[\"" + c.golden + "\"]") + ")";
     apply_expectations(expected, r);  // before progress: a listed failure shows as XFAIL
@@ -414,6 +428,10 @@ std::vector<std::string> bundle_problems(const std::string& dir) {
 NB_MODULE(_core, m) {
   using namespace sdpa::python;
   m.doc() = "sdpa-cts's C++ engine (use the sdpa_cts package, not this module)";
+  // Case objects live as long as whoever holds them: pytest keeps its parameters (the cases of
+  // a tier) until the interpreter shuts down, after nanobind's leak check, which then reported
+  // every one of them ("nanobind: leaked 6240 instances"). They are not leaks.
+  nb::set_leak_warnings(false);
   nb::class_<PyCase>(m, "Case", "One conformance case: its ID, parameters and inputs.")
       .def_ro("id", &PyCase::id, "The canonical case ID (docs/CASE_ID.md).")
       .def_ro("golden", &PyCase::golden, "The golden file holding the case, '' if generated.")

@@ -29,6 +29,21 @@ def test_bad_selection_is_a_clear_error():
         sdpa_cts.cases(ids=["b1.hq2.bogus"])
 
 
+def test_api_misuses_are_clear_errors():
+    with pytest.raises(TypeError, match=r"ids= takes a list, and got the string 'b1"):
+        sdpa_cts.cases(ids="b1.hq2.l8.s8.dqk8.f32.seed1")
+    with pytest.raises(ValueError, match="unknown data generator 'normall'"):
+        sdpa_cts.cases(ids=["b1.hq2.l8.s8.dqk8.f32.seed1.gen=normall"])
+    with pytest.raises(ValueError, match="no cases named: give a tier"):
+        sdpa_cts.check(numpy_sdpa, contract=PLAIN, progress=False)
+    with pytest.raises(TypeError, match="judge\\(\\): case is a sdpa_cts.Case or a case ID"):
+        sdpa_cts.judge(42, np.zeros(1))
+    # A case ID stands for its case.
+    c = sdpa_cts.cases(ids=[PLAIN_IDS[1]])[0]
+    o = sdpa_cts.reference(c)["o"].astype(np.float32)
+    assert sdpa_cts.judge(PLAIN_IDS[1], o, PLAIN).status == "PASS"
+
+
 def test_params_and_inputs_in_the_case_layout():
     c = sdpa_cts.cases(ids=["b2.hq4.hkv2.l33.s47.dqk40.dv24.f32.lay=bshd.seed1"])[0]
     p = c.params
@@ -185,6 +200,8 @@ def test_declined_cases_are_not_supported_and_raising_is_a_failure():
     s = sdpa_cts.check(broken, ids=PLAIN_IDS[:1], contract=PLAIN, progress=False)
     assert s.counts == {"FAIL": 1}
     assert "kernel exploded" in s.verdicts[0].message
+    assert s.verdicts[0].message.startswith("on a case its contract accepts"), s.verdicts[0].message
+    assert "supports()" not in s.verdicts[0].message
     assert "Traceback" in s.verdicts[0].message or "RuntimeError" in s.verdicts[0].message
 
 

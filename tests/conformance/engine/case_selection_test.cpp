@@ -131,5 +131,23 @@ TEST(CommandLineCase, ACaseLargerThanTheMemoryLimitIsRefusedWithItsSize) {
             "");
 }
 
+// A misspelt data generator is the caller's error, said when the cases are selected, not a
+// FAIL charged to the backend when its data is generated (it was: "gen=normall").
+TEST(CaseSelection, AMisspeltGeneratorIsAnErrorBeforeAnythingRuns) {
+  CaseSelection s;
+  s.cases = {"b1.hq2.l8.s8.dqk8.f32.seed1.gen=normall"};
+  std::string name;
+  try {
+    select_cases(s, &name);
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown data generator 'normall' (known: normal,"),
+              std::string::npos)
+        << e.what();
+  }
+  s.cases = {"b1.hq2.l8.s8.dqk8.f32.seed1.gen=normal"};
+  EXPECT_EQ(select_cases(s, &name).size(), 1u);
+}
+
 }  // namespace
 }  // namespace sdpa::conformance
