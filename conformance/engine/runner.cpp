@@ -1,9 +1,9 @@
 #include "conformance/engine/runner.hpp"
 
+#include <omp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
-#include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -176,6 +176,7 @@ CaseRecord run_job(const Job& job, const RunnerOptions& runner) {
   CaseRecord r = base_record(job);
   const auto t0 = Clock::now();
   try {
+    if (runner.before_job) runner.before_job(job);
     const Backend* backend = runner.lookup ? runner.lookup(job.backend) : find_backend(job.backend);
     if (!backend) throw std::invalid_argument("unknown backend '" + job.backend + "'");
     RunOptions options;

@@ -43,6 +43,10 @@ struct RunnerOptions {
   // the first job in this process: where plugins are loaded, so plugin code runs only in
   // workers. An exception makes every job of that worker a FAIL naming it.
   std::function<void()> worker_init;
+  // Runs before each job, where the job runs (in its worker for isolated runs): binds what the
+  // job's backend needs that its name does not say (the Python package binds the case's
+  // Python object to the function it judges). An exception is the job's FAIL.
+  std::function<void(const Job&)> before_job;
 };
 
 // The paste-able command reproducing one job.

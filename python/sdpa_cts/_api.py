@@ -275,7 +275,8 @@ def check(fn: Callable[[Case], Any], tier: str = "", *, contract: Optional[Contr
           sample: int = 0, seed: int = 0, ids: Optional[Iterable[str]] = None,
           golden: Optional[Iterable[str]] = None, filter: str = "", report: Optional[str] = None,
           threads: int = 0, progress: bool = True, grad: Any = False,
-          expect: Optional[str] = None, expect_facts: Optional[dict] = None) -> Summary:
+          expect: Optional[str] = None, expect_facts: Optional[dict] = None,
+          isolate: bool = False, timeout: Optional[float] = None) -> Summary:
     """Runs ``fn(case)`` on every selected case (``tier``, ``sample``, ``ids``, ``golden``,
     ``filter``: as ``cases``) and judges what it returns against the reference with the bound
     of ``contract``. ``fn`` returns O (any host array: numpy, PyTorch, JAX), or a dict with
@@ -295,11 +296,25 @@ def check(fn: Callable[[Case], Any], tier: str = "", *, contract: Optional[Contr
     and a listed case that passes is in ``Summary.unexpectedly_passing``. An entry may hold on
     some hosts only (``[when cpu:amx_bf16]``, ``[when torch>=2.15]``: the grammar of
     ``--expect``): ``expect_facts`` gives the library versions such conditions compare with,
-    ``{"torch": torch.__version__}``; this host's CPU flags and ISA target are found here."""
+    ``{"torch": torch.__version__}``; this host's CPU flags and ISA target are found here.
+
+    ``isolate``: run ``fn`` in a worker process forked from this one (as ``sdpa-cts run``
+    does), so that a crash on a case (a segfault in a kernel, ``os.abort()``) is that case's
+    CRASH record and the run goes on in a new worker. ``timeout``: seconds per case, after
+    which the worker is killed and the case is TIMEOUT (a timeout needs a process to kill: it
+    implies ``isolate``). docs/PYTHON.md, "Isolation and timeouts", says what they cost and
+    where fork() is not safe (JAX)."""
     selected = cases(tier, sample=sample, seed=seed, ids=ids, golden=golden, filter=filter)
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"check(): timeout={timeout!r}: a number of seconds above 0")
+    if (isolate or timeout is not None) and "jax" in sys.modules:
+        warnings.warn("check(isolate=True / timeout=): JAX is imported, and its runtime is not "
+                      "fork-safe: a JAX function in a forked worker hangs (every case TIMEOUT; "
+                      "docs/PYTHON.md, \"Isolation and timeouts\")", RuntimeWarning, stacklevel=2)
     verdicts = _run(fn, selected, contract, grad, threads=threads, tier=tier or "custom",
                     seed=seed, report=report or "", expect=expect or "", expect_facts=expect_facts,
-                    progress=_progress_printer(len(selected)) if progress else None)
+                    progress=_progress_printer(len(selected)) if progress else None,
+                    isolate=isolate or timeout is not None, timeout=timeout or 0.0)
     counts: dict = {}
     for v in verdicts:
         counts[v.status] = counts.get(v.status, 0) + 1
@@ -310,7 +325,7 @@ def check(fn: Callable[[Case], Any], tier: str = "", *, contract: Optional[Contr
 
 
 def _run(fn, selected, contract, grad, *, threads=0, tier="custom", seed=0, report="",
-         expect="", expect_facts=None, progress=None) -> list:
+         expect="", expect_facts=None, progress=None, isolate=False, timeout=0.0) -> list:
     """The verdicts of ``fn`` on the Case objects ``selected``, through the engine: each case's
     contract is asked before ``fn`` is called (a case outside it is NOT_SUPPORTED)."""
     name = getattr(fn, "__name__", "fn")
@@ -322,7 +337,8 @@ def _run(fn, selected, contract, grad, *, threads=0, tier="custom", seed=0, repo
     contract = contract if contract is not None else Contract.every_input()
     lines = _core._run_cases(call, grad_fn, name, contract._native(), list(selected), threads,
                              tier, seed, report, expect,
-                             {k: str(v) for k, v in (expect_facts or {}).items()}, progress)
+                             {k: str(v) for k, v in (expect_facts or {}).items()}, progress,
+                             isolate, float(timeout))
     return [Verdict._from_json(x) for x in lines]
 
 

@@ -248,15 +248,29 @@ std::string python_facing(std::string message) {
   return message;
 }
 
+// How run_python runs the function: in this process (the default), or in a forked worker
+// process per run, replaced after a crash or a timeout (`isolate`), as `sdpa-cts run` does.
+struct Isolation {
+  bool isolate = false;
+  double timeout_seconds = 0;  // per case, isolated runs only; 0 = the runner's default
+};
+
 // Runs `backend` (a Python function) on every case of `cases` (Case objects) through the
-// suite's job runner, in this process; progress(done, total, record json) after each.
+// suite's job runner; progress(done, total, record json) after each.
+//
+// Isolated: the runner forks a worker holding this process's state, the GIL included (the
+// thread that forks is the one that calls Python in the child); the worker binds each job's
+// Case before running it (before_job) and leaves with _exit, so no Python finaliser runs there.
+// Its judge runs one OpenMP thread: a libgomp pool this process may have made is not in the
+// fork, and a parallel region of more than one thread would wait for it forever.
 RunSummary run_python(PythonBackend& backend, const nb::list& cases, int threads,
                       const std::string& tier, std::uint64_t seed, const nb::object& progress,
-                      const Expectations& expected = {}) {
+                      const Expectations& expected = {}, Isolation isolation = {}) {
   const std::string name(backend.name());
   const Device device = default_device();
   RunnerOptions ro;
-  ro.isolate = false;
+  ro.isolate = isolation.isolate;
+  if (isolation.timeout_seconds > 0) ro.timeout_seconds = isolation.timeout_seconds;
   ro.lookup = [&](std::string_view n) -> const Backend* { return n == name ? &backend : nullptr; };
   RunSummary summary;
   summary.tool_version = SDPA_CTS_VERSION;
@@ -267,19 +281,42 @@ RunSummary run_python(PythonBackend& backend, const nb::list& cases, int threads
   summary.started_at = now_iso8601();
   const auto t0 = std::chrono::steady_clock::now();
   const std::size_t total = nb::len(cases);
-  std::size_t done = 0;
+  std::vector<Job> jobs;
+  std::map<std::string, nb::handle> by_job;      // case ID and golden file -> its Case
+  std::map<std::string, std::string> golden_of;  // case ID -> its golden file ("": generated)
   for (nb::handle h : cases) {
     const PyCase& c = nb::cast<const PyCase&>(h);
-    backend.set_case(nb::borrow(h));
-    const Job job = make_job(c.id, c.golden, name, device, threads);
-    CaseRecord r = run_job(job, ro);
+    jobs.push_back(make_job(c.id, c.golden, name, device, threads));
+    by_job[c.id + "\n" + c.golden] = h;
+    golden_of[c.id] = c.golden;
+  }
+  ro.before_job = [&](const Job& j) {
+    backend.set_case(nb::borrow(by_job.at(j.case_id + "\n" + j.golden_file)));
+  };
+  // A record as a Python user reads it: the function's words, its repro line, its known
+  // failure (before progress: a listed failure shows as XFAIL).
+  const auto finish = [&](CaseRecord r) {
     r.message = python_facing(r.message);
-    r.repro = "sdpa_cts.check(" + name + ", ids=[\"" + c.id + "\"]" +
-              (c.golden.empty() ? "" : ", golden=[\"" + c.golden + "\"]") + ")";
-    apply_expectations(expected, r);  // before progress: a listed failure shows as XFAIL
-    summary.records.push_back(std::move(r));
-    ++done;
-    if (!progress.is_none()) progress(done, total, reports::jsonl_line(summary.records.back()));
+    const std::string& golden = golden_of[r.case_id];
+    r.repro = "sdpa_cts.check(" + name + ", ids=[\"" + r.case_id + "\"]" +
+              (golden.empty() ? "" : ", golden=[\"" + golden + "\"]") +
+              (isolation.isolate ? ", isolate=True" : "") + ")";
+    apply_expectations(expected, r);
+    return r;
+  };
+  std::size_t done = 0;
+  if (!isolation.isolate) {
+    for (const Job& job : jobs) {
+      summary.records.push_back(finish(run_job(job, ro)));
+      ++done;
+      if (!progress.is_none()) progress(done, total, reports::jsonl_line(summary.records.back()));
+    }
+  } else {
+    ro.worker_init = [] { omp_set_num_threads(1); };
+    ro.progress = [&](std::size_t d, std::size_t t, const CaseRecord& r) {
+      if (!progress.is_none()) progress(d, t, reports::jsonl_line(finish(r)));
+    };
+    for (CaseRecord& r : run_jobs(jobs, ro)) summary.records.push_back(finish(std::move(r)));
   }
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   summary.jobs_total = summary.records.size();
@@ -335,14 +372,15 @@ std::vector<std::string> run_cases(nb::object fn, nb::object grad_fn, const std:
                                    const std::string& tier, std::uint64_t seed,
                                    const std::string& report_dir, const std::string& expect_file,
                                    const std::map<std::string, std::string>& expect_facts,
-                                   nb::object progress) {
+                                   nb::object progress, bool isolate, double timeout_seconds) {
   if (!expect_facts.empty() && expect_file.empty())
     throw std::invalid_argument("check(): expect_facts needs expect=FILE");
   const Expectations expected =
       expect_file.empty() ? Expectations{}
                           : load_expectations(expect_file, python_expect_facts(expect_facts));
   PythonBackend backend(name, fn, grad_fn, contract);
-  RunSummary summary = run_python(backend, cases, threads, tier, seed, progress, expected);
+  RunSummary summary = run_python(backend, cases, threads, tier, seed, progress, expected,
+                                  Isolation{isolate, timeout_seconds});
   summary.expectations = expected.file;
   if (!report_dir.empty()) reports::write_reports(summary, report_dir);
   std::vector<std::string> lines;
@@ -463,6 +501,6 @@ NB_MODULE(_core, m) {
   });
   m.def("_run_cases", &run_cases, "fn"_a, "grad_fn"_a.none(), "name"_a, "contract"_a, "cases"_a,
         "threads"_a, "tier"_a, "seed"_a, "report_dir"_a, "expect_file"_a, "expect_facts"_a,
-        "progress"_a.none());
+        "progress"_a.none(), "isolate"_a = false, "timeout_seconds"_a = 0.0);
   m.def("_expectations", &expectation_entries, "path"_a, "facts"_a);
 }

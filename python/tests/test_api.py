@@ -282,6 +282,47 @@ def test_grad_that_judges_no_gradient_is_not_a_pass():
         assert sdpa_cts.check(numpy_sdpa, ids=hard, contract=PLAIN, progress=False).passed
 
 
+def test_isolation_a_crash_is_a_crash_record_and_the_run_goes_on():
+    """isolate=True: the function runs in a forked worker; a crash on one case is its CRASH
+    record, the next case runs in a new worker; other verdicts are those of the in-process
+    run (this process has run the judge's OpenMP before: the workers must not wait for it)."""
+    ids = [c.id for c in sdpa_cts.cases(ids=PLAIN_IDS)]
+
+    def crashes_on_the_first(case):
+        if case.id == ids[0]:
+            os.abort()
+        return numpy_sdpa(case, scale_factor=1.01 if case.id == ids[2] else 1.0)
+
+    s = sdpa_cts.check(crashes_on_the_first, ids=ids, contract=PLAIN, isolate=True,
+                       progress=False)
+    assert [v.status for v in s.verdicts] == ["CRASH", "PASS", "FAIL", "PASS"], s
+    assert "signal 6" in s.verdicts[0].message, s.verdicts[0].message
+    assert s.verdicts[0].repro.endswith("isolate=True)"), s.verdicts[0].repro
+    inproc = sdpa_cts.check(lambda c: numpy_sdpa(c, scale_factor=1.01 if c.id == ids[2] else 1.0),
+                            ids=ids[1:], contract=PLAIN, progress=False)
+    assert [v.status for v in inproc.verdicts] == [v.status for v in s.verdicts[1:]]
+    assert [v.worst_ratio for v in inproc.verdicts] == [v.worst_ratio for v in s.verdicts[1:]]
+
+
+def test_a_hanging_function_is_a_timeout_and_the_run_goes_on():
+    import time
+
+    ids = [c.id for c in sdpa_cts.cases(ids=PLAIN_IDS[:2])]
+
+    def hangs_on_the_first(case):
+        if case.id == ids[0]:
+            time.sleep(600)
+        return numpy_sdpa(case)
+
+    t0 = time.monotonic()
+    s = sdpa_cts.check(hangs_on_the_first, ids=ids, contract=PLAIN, timeout=2, progress=False)
+    assert [v.status for v in s.verdicts] == ["TIMEOUT", "PASS"], s
+    assert "timeout of 2" in s.verdicts[0].message, s.verdicts[0].message
+    assert time.monotonic() - t0 < 60
+    with pytest.raises(ValueError, match="timeout=0"):
+        sdpa_cts.check(numpy_sdpa, ids=ids, contract=PLAIN, timeout=0, progress=False)
+
+
 def test_the_reference_inside_the_judged_function():
     """A function may call sdpa_cts.reference on the case it is given (it then reads the case's
     own inputs, which equal the run's)."""
