@@ -62,6 +62,13 @@ std::string render_summary_json(const RunSummary& run) {
   j["ok"] = counts.failures() == 0;
   j["summary_line"] = summary_line(counts);
   j["counts"] = counts_json(counts);
+  // How many records judged each quantity, and asked for outputs not returned.
+  const JudgedCounts judged = count_judged(run);
+  json per_quantity = json::object(), unreturned = json::object();
+  for (const auto& [q, n] : judged.judged) per_quantity[q] = n;
+  for (const auto& [q, n] : judged.not_returned) unreturned[q] = n;
+  j["judged"] = per_quantity;
+  j["not_returned"] = unreturned;
 
   json backends = json::object();
   for (const auto& [name, c] : reports::counts_by_backend(run)) backends[name] = counts_json(c);

@@ -168,6 +168,7 @@ void print_run_summary(const RunResult& result) {
   std::cout << summary.seconds << " s, "
             << (summary.seconds > 0 ? double(summary.records.size()) / summary.seconds : 0.0)
             << " results/s)\n";
+  std::cout << judged_line(count_judged(summary)) << "\n";
   for (const CaseRecord* r : unexpectedly_passing(summary.records)) {
     std::cout << "notice: unexpectedly passing (" << status_name(r->status) << ", listed as a "
               << "known failure: " << r->expected << "): " << r->backend << " " << r->case_id

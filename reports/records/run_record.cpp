@@ -1,5 +1,6 @@
 #include "reports/records/run_record.hpp"
 
+#include <algorithm>
 #include <set>
 
 namespace sdpa::conformance {
@@ -71,6 +72,35 @@ const std::vector<std::string>& known_feature_tags() {
       "softcap",   "varlen=padded", "varlen=packed", "decode",      "empty",          "lse",
       "weights",   "backward",      "dbias",         "layout=bshd", "layout=strided", "plain"};
   return tags;
+}
+
+JudgedCounts count_judged(const RunSummary& run) {
+  JudgedCounts c;
+  for (const char* q : {"o", "lse", "weights", "dq", "dk", "dv", "dbias"}) {
+    std::int64_t n = 0;
+    for (const auto& r : run.records) n += std::count(r.judged.begin(), r.judged.end(), q);
+    c.judged.emplace_back(q, n);
+  }
+  for (const char* q : {"lse", "weights", "dbias"}) {
+    std::int64_t n = 0;
+    for (const auto& r : run.records)
+      n += std::count(r.not_returned.begin(), r.not_returned.end(), q);
+    if (n > 0) c.not_returned.emplace_back(q, n);
+  }
+  return c;
+}
+
+std::string judged_line(const JudgedCounts& counts) {
+  std::string s = "judged:";
+  for (std::size_t i = 0; i < counts.judged.size(); ++i)
+    s += (i ? ", " : " ") + counts.judged[i].first + " " + std::to_string(counts.judged[i].second);
+  if (!counts.not_returned.empty()) {
+    s += "; not returned (so not judged):";
+    for (std::size_t i = 0; i < counts.not_returned.size(); ++i)
+      s += (i ? ", " : " ") + counts.not_returned[i].first + " " +
+           std::to_string(counts.not_returned[i].second);
+  }
+  return s;
 }
 
 }  // namespace sdpa::conformance

@@ -76,6 +76,18 @@ RunCoverage run_coverage(const RunSummary& run);
 // Records per status of a run.
 StatusCounts count_statuses(const RunSummary& run);
 
+// How many records judged each quantity ("o", "lse", "weights", "dq", "dk", "dv", "dbias": every
+// one, 0 included) and how many asked for an output their backend does not return (only those
+// that occur): CaseRecord::judged and ::not_returned.
+struct JudgedCounts {
+  std::vector<std::pair<std::string, std::int64_t>> judged;
+  std::vector<std::pair<std::string, std::int64_t>> not_returned;
+};
+JudgedCounts count_judged(const RunSummary& run);
+// "judged: o N, lse N, weights N, dq N, dk N, dv N, dbias N", then "; not returned (so not
+// judged): lse N, ..." when some record has one.
+std::string judged_line(const JudgedCounts& counts);
+
 // Feature tags of a problem, used for the backend x feature matrix of the reports.
 std::vector<std::string> case_features(const Problem& p);
 

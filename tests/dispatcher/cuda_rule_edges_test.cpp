@@ -25,12 +25,7 @@ namespace {
 
 using testing::device;
 using testing::problem;
-
-std::string show(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += "\n  - " + x;
-  return s.empty() ? " (none)" : s;
-}
+using testing::show;
 
 // Whether one of `b`'s reasons for `case_id` on `dev` contains `part`.
 bool gives(const Backend& b, const std::string& case_id, const std::string& dev,

@@ -16,12 +16,7 @@ namespace {
 
 using testing::device;
 using testing::problem;
-
-std::string show(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += "\n  - " + x;
-  return s.empty() ? " (none)" : s;
-}
+using testing::show;
 
 ::testing::AssertionResult declines_with(const Backend& b, const std::string& case_id,
                                          const std::string& dev, const std::string& reason) {

@@ -96,4 +96,11 @@ inline Problem problem(const std::string& case_id) {
 }
 inline Device device(const std::string& name) { return parse_device_or_throw(name); }
 
+// A list of reasons for a failure message, one per line ("(none)" when empty).
+inline std::string show(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += "\n  - " + x;
+  return s.empty() ? " (none)" : s;
+}
+
 }  // namespace sdpa::testing

@@ -822,6 +822,36 @@ namespace {
 
 using namespace sdpa::conformance;
 
+// What each record judged and what it was asked for and not given round-trip, and the run's
+// counts per quantity are in the console line and summary.json (docs/CONFORMANCE.md,
+// "Requested outputs").
+TEST(ReportsJudged, PerQuantityCountsRoundTripAndAreSummed) {
+  RunSummary run;
+  CaseRecord a;
+  a.case_id = "b1.hq2.hkv2.l4.s4.dqk8.dv8.f32.lse.bwd.seed1.gen=normal";
+  a.backend = "fn";
+  a.judged = {"o", "dq", "dk", "dv"};
+  a.not_returned = {"lse"};
+  CaseRecord b = a;
+  b.judged = {"o", "lse"};
+  b.not_returned.clear();
+  CaseRecord declined = a;
+  declined.status = Status::not_supported;
+  declined.judged.clear();
+  declined.not_returned.clear();
+  run.records = {a, b, declined};
+  const CaseRecord back = record_from_json(nlohmann::json::parse(record_to_json(a).dump()));
+  EXPECT_EQ(back.judged, a.judged);
+  EXPECT_EQ(back.not_returned, a.not_returned);
+  EXPECT_FALSE(record_to_json(declined).contains("judged"));
+  EXPECT_EQ(judged_line(count_judged(run)),
+            "judged: o 2, lse 1, weights 0, dq 1, dk 1, dv 1, dbias 0; not returned (so not "
+            "judged): lse 1");
+  const auto j = nlohmann::json::parse(render_summary_json(run));
+  EXPECT_EQ(j.at("judged").at("o"), 2);
+  EXPECT_EQ(j.at("not_returned").at("lse"), 1);
+}
+
 // Backward records carry their worst err/tol per gradient tensor and whether their bits
 // followed the thread count; every report shows them per backend.
 TEST(ReportsBackward, GradientRatiosRoundTripAndAreShownPerTensor) {

@@ -2,11 +2,17 @@
 // element, and the values of the output type whose errors are closest to the fractions.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include "conformance/judge/judge.hpp"
 #include "tests/conformance/judge/exact_head.hpp"
 #include "tests/conformance/judge/planted_backend.hpp"
 
@@ -37,6 +43,46 @@ inline BoundEdge find_bound_edge(DType t, const std::vector<double>& exact,
       return {true, x, term[x], lv, lf, hv, hf};
   }
   return {};
+}
+
+// The judge's verdicts on an edge's two planted values.
+struct EdgeVerdicts {
+  conformance::CaseOutcome low, high;
+  BoundEdge edge;
+};
+
+// What an edge must give: an element found; within the bound at the low value (PASS, or
+// QUALITY_WARNING: the quality gate may warn about an error above the naive algorithm's);
+// FAIL naming `tensor` at the high one.
+inline void expect_edge_verdicts(const EdgeVerdicts& v, const std::string& tensor) {
+  ASSERT_TRUE(v.edge.found) << "no element where the type's grid allows the planted fractions";
+  SCOPED_TRACE(tensor + "[" + std::to_string(v.edge.index) + "] planted at " +
+               std::to_string(v.edge.low_fraction) + " and " +
+               std::to_string(v.edge.high_fraction) + " times the term");
+  EXPECT_TRUE(v.low.status == conformance::Status::pass ||
+              v.low.status == conformance::Status::quality_warning)
+      << conformance::status_name(v.low.status) << ": " << v.low.message;
+  EXPECT_EQ(v.high.status, conformance::Status::fail) << v.high.message;
+  EXPECT_NE(v.high.message.find("at " + tensor + "["), std::string::npos) << v.high.message;
+}
+
+// Each of `constants` of the tolerance table doubled: the edges (by `label`) whose value
+// beyond the bound then passes; at least one must (else the doubling went unseen).
+template <class Edge>
+void expect_every_constant_doubled_seen(
+    const std::vector<std::pair<const char*, double conformance::ToleranceTable::*>>& constants,
+    const std::vector<Edge>& edges,
+    const std::function<EdgeVerdicts(const Edge&, const conformance::ToleranceTable&)>& judge_edge,
+    const std::function<std::string(const Edge&)>& label) {
+  for (const auto& [name, member] : constants) {
+    conformance::ToleranceTable doubled;
+    doubled.*member *= 2;
+    std::string seen_by;
+    for (const Edge& e : edges)
+      if (judge_edge(e, doubled).high.status != conformance::Status::fail)
+        seen_by += " " + label(e);
+    EXPECT_FALSE(seen_by.empty()) << name << " doubled: every edge still fails";
+  }
 }
 
 }  // namespace sdpa::testing

@@ -203,12 +203,8 @@ std::vector<ForwardEdge> edges() {
   };
 }
 
-// The judge's verdicts on an edge's two planted values, with `table`.
-struct EdgeVerdicts {
-  CaseOutcome low, high;
-  testing::BoundEdge edge;
-};
-EdgeVerdicts judge_edge(const ForwardEdge& e, const ToleranceTable& table = {}) {
+// The judge's verdicts on the edge's two planted values, with `table`.
+testing::EdgeVerdicts judge_edge(const ForwardEdge& e, const ToleranceTable& table = {}) {
   const Case c = parse_case_id_or_throw(e.id);
   const Problem& p = c.problem;
   const auto inputs = [&] {
@@ -227,7 +223,7 @@ EdgeVerdicts judge_edge(const ForwardEdge& e, const ToleranceTable& table = {}) 
   std::vector<double> exact = tensor == "o" ? ref.o : tensor == "lse" ? ref.lse : ref.weights;
   if (tensor == "lse")
     for (double& x : exact) x = double(float(x));
-  EdgeVerdicts v;
+  testing::EdgeVerdicts v;
   v.edge = testing::find_bound_edge(tensor == "lse" ? DType::f32 : p.dtype, exact, e.size(head),
                                     e.low, e.high);
   if (!v.edge.found) return v;
@@ -242,18 +238,7 @@ EdgeVerdicts judge_edge(const ForwardEdge& e, const ToleranceTable& table = {}) 
 TEST(ForwardBoundEdges, EveryDominantTermIsTheEdge) {
   for (const ForwardEdge& e : edges()) {
     SCOPED_TRACE(std::string(e.term) + ": " + e.id);
-    const EdgeVerdicts v = judge_edge(e);
-    ASSERT_TRUE(v.edge.found) << "no element where the type's grid allows the planted fractions";
-    SCOPED_TRACE(std::string(e.tensor) + "[" + std::to_string(v.edge.index) + "] planted at " +
-                 std::to_string(v.edge.low_fraction) + " and " +
-                 std::to_string(v.edge.high_fraction) + " times the term");
-    // Within the bound; the quality gate may still warn about an error larger than the naive
-    // algorithm's.
-    EXPECT_TRUE(v.low.status == Status::pass || v.low.status == Status::quality_warning)
-        << status_name(v.low.status) << ": " << v.low.message;
-    EXPECT_EQ(v.high.status, Status::fail) << v.high.message;
-    EXPECT_NE(v.high.message.find("at " + std::string(e.tensor) + "["), std::string::npos)
-        << v.high.message;
+    testing::expect_edge_verdicts(judge_edge(e), e.tensor);
   }
 }
 
@@ -265,15 +250,10 @@ TEST(ForwardBoundEdges, EveryTableConstantDoubledIsSeen) {
       {"weights_p_growth", &ToleranceTable::weights_p_growth},
       {"weights_acc_roundings", &ToleranceTable::weights_acc_roundings},
       {"weights_lse_factor", &ToleranceTable::weights_lse_factor}};
-  const std::vector<ForwardEdge> all = edges();
-  for (const auto& [name, member] : constants) {
-    ToleranceTable doubled;
-    doubled.*member *= 2;
-    std::string seen_by;
-    for (const ForwardEdge& e : all)
-      if (judge_edge(e, doubled).high.status != Status::fail) seen_by += std::string(" ") + e.term;
-    EXPECT_FALSE(seen_by.empty()) << name << " doubled: every edge still fails";
-  }
+  testing::expect_every_constant_doubled_seen<ForwardEdge>(
+      constants, edges(),
+      [](const ForwardEdge& e, const ToleranceTable& t) { return judge_edge(e, t); },
+      [](const ForwardEdge& e) { return std::string(e.term); });
 }
 
 // The quality gate (docs/CONFORMANCE.md, step 7): a kernel whose largest error on O is more

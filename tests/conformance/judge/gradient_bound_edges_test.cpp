@@ -204,11 +204,8 @@ std::vector<GradientEdge> edges() {
   };
 }
 
-struct EdgeVerdicts {
-  CaseOutcome low, high;
-  testing::BoundEdge edge;
-};
-EdgeVerdicts judge_edge(const GradientEdge& e, const ToleranceTable& table = {}) {
+// The judge's verdicts on the edge's two planted values, with `table`.
+testing::EdgeVerdicts judge_edge(const GradientEdge& e, const ToleranceTable& table = {}) {
   const Case c = parse_case_id_or_throw(e.id);
   const Problem& p = c.problem;
   const auto inputs = [&] {
@@ -228,7 +225,7 @@ EdgeVerdicts judge_edge(const GradientEdge& e, const ToleranceTable& table = {})
                                       : t == "dk" ? exact.g.dk
                                       : t == "dv" ? exact.g.dv
                                                   : exact.g.dbias;
-  EdgeVerdicts v;
+  testing::EdgeVerdicts v;
   v.edge = testing::find_bound_edge(p.dtype, values, e.size(exact), 0.5, 1.5);
   if (!v.edge.found) return v;
   for (auto [value, out] : {std::pair{v.edge.low_value, &v.low}, {v.edge.high_value, &v.high}}) {
@@ -242,16 +239,7 @@ EdgeVerdicts judge_edge(const GradientEdge& e, const ToleranceTable& table = {})
 TEST(GradientBoundEdges, EveryDominantTermIsTheEdge) {
   for (const GradientEdge& e : edges()) {
     SCOPED_TRACE(std::string(e.term) + " of " + e.tensor + ": " + e.id);
-    const EdgeVerdicts v = judge_edge(e);
-    ASSERT_TRUE(v.edge.found) << "no element where the type's grid allows the planted fractions";
-    SCOPED_TRACE(std::string(e.tensor) + "[" + std::to_string(v.edge.index) + "] planted at " +
-                 std::to_string(v.edge.low_fraction) + " and " +
-                 std::to_string(v.edge.high_fraction) + " times the term");
-    EXPECT_TRUE(v.low.status == Status::pass || v.low.status == Status::quality_warning)
-        << status_name(v.low.status) << ": " << v.low.message;
-    EXPECT_EQ(v.high.status, Status::fail) << v.high.message;
-    EXPECT_NE(v.high.message.find("at " + std::string(e.tensor) + "["), std::string::npos)
-        << v.high.message;
+    testing::expect_edge_verdicts(judge_edge(e), e.tensor);
   }
 }
 
@@ -262,16 +250,10 @@ TEST(GradientBoundEdges, EveryTableConstantDoubledIsSeen) {
       {"safety", &ToleranceTable::safety},
       {"grad_ds_roundings", &ToleranceTable::grad_ds_roundings},
       {"grad_softcap_roundings", &ToleranceTable::grad_softcap_roundings}};
-  const std::vector<GradientEdge> all = edges();
-  for (const auto& [name, member] : constants) {
-    ToleranceTable doubled;
-    doubled.*member *= 2;
-    std::string seen_by;
-    for (const GradientEdge& e : all)
-      if (judge_edge(e, doubled).high.status != Status::fail)
-        seen_by += std::string(" ") + e.term + " (" + e.tensor + ")";
-    EXPECT_FALSE(seen_by.empty()) << name << " doubled: every edge still fails";
-  }
+  testing::expect_every_constant_doubled_seen<GradientEdge>(
+      constants, edges(),
+      [](const GradientEdge& e, const ToleranceTable& t) { return judge_edge(e, t); },
+      [](const GradientEdge& e) { return std::string(e.term) + " (" + e.tensor + ")"; });
 }
 
 }  // namespace
