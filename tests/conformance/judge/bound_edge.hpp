@@ -12,7 +12,10 @@
 #include <utility>
 #include <vector>
 
+#include "conformance/engine/data_gen.hpp"
 #include "conformance/judge/judge.hpp"
+#include "core/case_id.hpp"
+#include "core/device.hpp"
 #include "tests/conformance/judge/exact_head.hpp"
 #include "tests/conformance/judge/planted_backend.hpp"
 
@@ -50,6 +53,32 @@ struct EdgeVerdicts {
   conformance::CaseOutcome low, high;
   BoundEdge edge;
 };
+
+// Rewrites a case's generated inputs (a test's choice of data), or null.
+using PrepareInputs = void (*)(const Problem&, InputBuffers&);
+
+// Fresh inputs of `c`, rewritten by `prepare` when given (and snapshot again, so the judge's
+// check of unchanged inputs holds the rewritten values).
+inline InputBuffers prepared_inputs(const Case& c, PrepareInputs prepare) {
+  InputBuffers in = conformance::make_inputs(c);
+  if (prepare) {
+    prepare(c.problem, in);
+    in.snapshot();
+  }
+  return in;
+}
+
+// The judge's verdicts on the planted backend (`contract`) at the edge's two values of
+// `tensor`, each on fresh inputs, with `table`.
+inline void judge_planted_values(EdgeVerdicts& v, const Case& c, PrepareInputs prepare,
+                                 const PrecisionContract& contract, const std::string& tensor,
+                                 const conformance::ToleranceTable& table) {
+  for (auto [value, out] : {std::pair{v.edge.low_value, &v.low}, {v.edge.high_value, &v.high}}) {
+    InputBuffers fresh = prepared_inputs(c, prepare);
+    *out = conformance::judge(PlantedBackend(contract, {tensor, v.edge.index, value}), c.problem,
+                              fresh, detect_cpu(), RunOptions{}, nullptr, table);
+  }
+}
 
 // What an edge must give: an element found; within the bound at the low value (PASS, or
 // QUALITY_WARNING: the quality gate may warn about an error above the naive algorithm's);

@@ -103,10 +103,10 @@ struct ForwardEdge {
   const char* term;  // the contract's term, as docs/CONFORMANCE.md names it
   const char* id;    // the case
   PrecisionContract contract;
-  void (*prepare)(const Problem&, InputBuffers&);  // rewrites the generated inputs, or null
-  const char* tensor;                              // "o", "lse" or "weights"
-  Term size;                                       // the term, per element
-  double low = 0.5;                                // the planted fractions
+  testing::PrepareInputs prepare;  // rewrites the generated inputs, or null
+  const char* tensor;              // "o", "lse" or "weights"
+  Term size;                       // the term, per element
+  double low = 0.5;                // the planted fractions
   double high = 1.5;
 };
 
@@ -207,15 +207,7 @@ std::vector<ForwardEdge> edges() {
 testing::EdgeVerdicts judge_edge(const ForwardEdge& e, const ToleranceTable& table = {}) {
   const Case c = parse_case_id_or_throw(e.id);
   const Problem& p = c.problem;
-  const auto inputs = [&] {
-    InputBuffers in = make_inputs(c);
-    if (e.prepare) {
-      e.prepare(p, in);
-      in.snapshot();
-    }
-    return in;
-  };
-  InputBuffers in = inputs();
+  InputBuffers in = testing::prepared_inputs(c, e.prepare);
   const ExactHead head(p, in);
   const reference::Result ref = reference::run_sdpa(p, in.pointers());
   const std::string tensor = e.tensor;
@@ -227,11 +219,7 @@ testing::EdgeVerdicts judge_edge(const ForwardEdge& e, const ToleranceTable& tab
   v.edge = testing::find_bound_edge(tensor == "lse" ? DType::f32 : p.dtype, exact, e.size(head),
                                     e.low, e.high);
   if (!v.edge.found) return v;
-  for (auto [value, out] : {std::pair{v.edge.low_value, &v.low}, {v.edge.high_value, &v.high}}) {
-    InputBuffers fresh = inputs();
-    *out = judge(testing::PlantedBackend(e.contract, {tensor, v.edge.index, value}), p, fresh,
-                 detect_cpu(), RunOptions{}, nullptr, table);
-  }
+  testing::judge_planted_values(v, c, e.prepare, e.contract, tensor, table);
   return v;
 }
 

@@ -145,9 +145,9 @@ struct GradientEdge {
   const char* term;  // the contract's term, as docs/CONFORMANCE.md names it
   const char* id;    // the case
   PrecisionContract contract;
-  void (*prepare)(const Problem&, InputBuffers&);  // rewrites the generated inputs, or null
-  const char* tensor;                              // "dq", "dk", "dv" or "dbias"
-  Term size;                                       // the term, per element
+  testing::PrepareInputs prepare;  // rewrites the generated inputs, or null
+  const char* tensor;              // "dq", "dk", "dv" or "dbias"
+  Term size;                       // the term, per element
 };
 
 std::vector<GradientEdge> edges() {
@@ -208,15 +208,7 @@ std::vector<GradientEdge> edges() {
 testing::EdgeVerdicts judge_edge(const GradientEdge& e, const ToleranceTable& table = {}) {
   const Case c = parse_case_id_or_throw(e.id);
   const Problem& p = c.problem;
-  const auto inputs = [&] {
-    InputBuffers in = make_inputs(c);
-    if (e.prepare) {
-      e.prepare(p, in);
-      in.snapshot();
-    }
-    return in;
-  };
-  InputBuffers in = inputs();
+  InputBuffers in = testing::prepared_inputs(c, e.prepare);
   Exact exact;
   exact.g = reference::run_sdpa_backward(p, in.pointers(), logical_d_out(p, *in.d_out));
   if (p.mask == MaskKind::none) exact.head.emplace(p, in);
@@ -228,11 +220,7 @@ testing::EdgeVerdicts judge_edge(const GradientEdge& e, const ToleranceTable& ta
   testing::EdgeVerdicts v;
   v.edge = testing::find_bound_edge(p.dtype, values, e.size(exact), 0.5, 1.5);
   if (!v.edge.found) return v;
-  for (auto [value, out] : {std::pair{v.edge.low_value, &v.low}, {v.edge.high_value, &v.high}}) {
-    InputBuffers fresh = inputs();
-    *out = judge(testing::PlantedBackend(e.contract, {t, v.edge.index, value}), p, fresh,
-                 detect_cpu(), RunOptions{}, nullptr, table);
-  }
+  testing::judge_planted_values(v, c, e.prepare, e.contract, t, table);
   return v;
 }
 
