@@ -117,7 +117,18 @@ TEST(ArchDispatch, WhatExplainSelectsPassesAndSupportedNeverDeclines) {
         continue;
       }
       if (v.verdict == dispatcher::Verdict::disabled) continue;
-      // chosen, lower_priority or not_preferred: supports() said yes.
+      // chosen, lower_priority or not_preferred: supports() said yes, so the backend returns
+      // every output the problem asks for: its capabilities must say so too, or the judge,
+      // which asks a backend only for what its capabilities say it returns, would judge it on
+      // less than what the dispatcher gave it (a yes for weights from a backend without them).
+      const auto unreturned =
+          conformance::without_unreturned_outputs(b->capabilities(), c.problem).not_returned;
+      if (!unreturned.empty()) {
+        fail(v.name + " (" + dispatcher::verdict_name(v.verdict) + where +
+             ") accepts a problem asking for an output its capabilities say it does not "
+             "return: " +
+             unreturned.front() + "\n  " + repro(*b, c, opt));
+      }
       const std::string why = judge(*b, c, opt, dev, &declined);
       if (declined || !why.empty()) {
         fail(v.name + " (" + dispatcher::verdict_name(v.verdict) + where + ") said yes and then: " +
