@@ -331,7 +331,8 @@ TEST(ExpectationConditions, AnEntryThatDoesNotApplyLetsALaterOneMatch) {
   const Expectation* x = find_expectation(e, "cpu.flash", kCase);
   ASSERT_NE(x, nullptr);
   EXPECT_EQ(x->line, 2);
-  x = find_expectation(parse_expectations(e.text, "f", host(kAmx)), "cpu.flash", kCase);
+  const auto on_amx = parse_expectations(e.text, "f", host(kAmx));  // outlives x
+  x = find_expectation(on_amx, "cpu.flash", kCase);
   ASSERT_NE(x, nullptr);
   EXPECT_EQ(x->line, 1);
 }
